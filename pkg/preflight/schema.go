@@ -1,0 +1,459 @@
+package preflight
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// maxListedValues bounds how many values (enum values, required fields) one detail lists.
+const maxListedValues = 10
+
+// maxDetailValueBytes bounds how long a JSON value quoted in a detail may be.
+const maxDetailValueBytes = 120
+
+// checker collects the findings of one comparison.
+type checker struct {
+	crd      string
+	version  string
+	findings []Finding
+}
+
+func (c *checker) add(version, path, rule, detail string) {
+	c.findings = append(c.findings, Finding{CRD: c.crd, Version: version, Path: path, Rule: rule, Detail: detail})
+}
+
+func (c *checker) report(path, rule, detail string) {
+	c.add(c.version, path, rule, detail)
+}
+
+// compare compares the schema node old with new at path and then their children.
+func (c *checker) compare(path string, old, new *apiextensionsv1.JSONSchemaProps) {
+	if old.Type != new.Type && !(old.Type == "integer" && new.Type == "number") {
+		c.report(path, RuleType, fmt.Sprintf("changed %s -> %s", quote(old.Type), quote(new.Type)))
+		return // the whole subtree is invalidated; comparing below it only adds noise
+	}
+	c.compareEnum(path, old, new)
+	c.compareDefault(path, old, new)
+	c.compareBound(path, RuleMaximum, old.Maximum, old.ExclusiveMaximum, new.Maximum, new.ExclusiveMaximum, true)
+	c.compareBound(path, RuleMinimum, old.Minimum, old.ExclusiveMinimum, new.Minimum, new.ExclusiveMinimum, false)
+	c.compareCount(path, RuleMaxLength, old.MaxLength, new.MaxLength, true)
+	c.compareCount(path, RuleMaxItems, old.MaxItems, new.MaxItems, true)
+	c.compareCount(path, RuleMaxProperties, old.MaxProperties, new.MaxProperties, true)
+	c.compareCount(path, RuleMinLength, old.MinLength, new.MinLength, false)
+	c.compareCount(path, RuleMinItems, old.MinItems, new.MinItems, false)
+	c.compareCount(path, RuleMinProperties, old.MinProperties, new.MinProperties, false)
+	c.compareRequired(path, old, new)
+	switch {
+	case old.Pattern == "" && new.Pattern != "":
+		c.report(path, RulePattern, fmt.Sprintf("added %s", quote(new.Pattern)))
+	case old.Pattern != "" && new.Pattern != "" && old.Pattern != new.Pattern:
+		c.report(path, RulePattern, fmt.Sprintf("changed %s -> %s", quote(old.Pattern), quote(new.Pattern)))
+	}
+	if old.Nullable != new.Nullable {
+		c.report(path, RuleNullable, fmt.Sprintf("changed %t -> %t", old.Nullable, new.Nullable))
+	}
+	c.compareUnhandled(path, old, new)
+	c.compareChildren(path, old, new)
+}
+
+func (c *checker) compareChildren(path string, old, new *apiextensionsv1.JSONSchemaProps) {
+	names := make([]string, 0, len(old.Properties))
+	for name := range old.Properties {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		childPath := propertyPath(path, name)
+		o := old.Properties[name]
+		n, ok := new.Properties[name]
+		if !ok {
+			c.report(childPath, RuleFieldRemoval, "property removed")
+			continue
+		}
+		c.compare(childPath, &o, &n)
+	}
+	if oi, ni := itemsSchema(old), itemsSchema(new); oi != nil {
+		if ni == nil {
+			if new.Items == nil {
+				c.report(path+"[*]", RuleFieldRemoval, "items schema removed")
+			}
+		} else {
+			c.compare(path+"[*]", oi, ni)
+		}
+	}
+	if oa, na := additionalSchema(old), additionalSchema(new); oa != nil {
+		if na == nil {
+			if new.AdditionalProperties == nil {
+				c.report(path+"{*}", RuleFieldRemoval, "additionalProperties schema removed")
+			}
+		} else {
+			c.compare(path+"{*}", oa, na)
+		}
+	}
+}
+
+func itemsSchema(s *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
+	if s.Items == nil {
+		return nil
+	}
+	return s.Items.Schema
+}
+
+func additionalSchema(s *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
+	if s.AdditionalProperties == nil {
+		return nil
+	}
+	return s.AdditionalProperties.Schema
+}
+
+func (c *checker) compareEnum(path string, old, new *apiextensionsv1.JSONSchemaProps) {
+	if len(new.Enum) == 0 {
+		return // no constraint (any more): nothing that was valid becomes invalid
+	}
+	newValues := make(map[string]bool, len(new.Enum))
+	for _, v := range new.Enum {
+		newValues[canonicalJSON(v.Raw)] = true
+	}
+	if len(old.Enum) == 0 {
+		c.report(path, RuleEnum, "enum constraint added: "+listValues(sortedKeys(newValues)))
+		return
+	}
+	var removed []string
+	seen := map[string]bool{}
+	for _, v := range old.Enum {
+		cv := canonicalJSON(v.Raw)
+		if !newValues[cv] && !seen[cv] {
+			removed = append(removed, cv)
+		}
+		seen[cv] = true
+	}
+	if len(removed) > 0 {
+		sort.Strings(removed)
+		c.report(path, RuleEnum, "values removed: "+listValues(removed))
+	}
+}
+
+func (c *checker) compareDefault(path string, old, new *apiextensionsv1.JSONSchemaProps) {
+	switch {
+	case old.Default == nil && new.Default == nil:
+	case old.Default == nil:
+		c.report(path, RuleDefault, "added "+shortJSON(canonicalJSON(new.Default.Raw)))
+	case new.Default == nil:
+		c.report(path, RuleDefault, "removed "+shortJSON(canonicalJSON(old.Default.Raw)))
+	default:
+		o, n := canonicalJSON(old.Default.Raw), canonicalJSON(new.Default.Raw)
+		if o != n {
+			c.report(path, RuleDefault, fmt.Sprintf("changed %s -> %s", shortJSON(o), shortJSON(n)))
+		}
+	}
+}
+
+// compareBound reports a maximum lowered/added (upper) or a minimum raised/added (!upper),
+// where an exclusive bound is tighter than an inclusive one at the same value.
+func (c *checker) compareBound(path, rule string, old *float64, oldExcl bool, new *float64, newExcl bool, upper bool) {
+	if new == nil {
+		return
+	}
+	if old == nil {
+		c.report(path, rule, "added "+formatBound(*new, newExcl))
+		return
+	}
+	tighter := *new < *old
+	if !upper {
+		tighter = *new > *old
+	}
+	if tighter || (*new == *old && newExcl && !oldExcl) {
+		verb := "lowered"
+		if !upper {
+			verb = "raised"
+		}
+		c.report(path, rule, fmt.Sprintf("%s %s -> %s", verb, formatBound(*old, oldExcl), formatBound(*new, newExcl)))
+	}
+}
+
+func formatBound(v float64, exclusive bool) string {
+	s := strconv.FormatFloat(v, 'g', -1, 64)
+	if exclusive {
+		s += " (exclusive)"
+	}
+	return s
+}
+
+// compareCount handles maxLength/maxItems/maxProperties (upper) and their min counterparts.
+func (c *checker) compareCount(path, rule string, old, new *int64, upper bool) {
+	if new == nil {
+		return
+	}
+	if old == nil {
+		if !upper && *new == 0 {
+			return // a lower bound of 0 accepts every string, list and map
+		}
+		c.report(path, rule, fmt.Sprintf("added %d", *new))
+		return
+	}
+	switch {
+	case upper && *new < *old:
+		c.report(path, rule, fmt.Sprintf("lowered %d -> %d", *old, *new))
+	case !upper && *new > *old:
+		c.report(path, rule, fmt.Sprintf("raised %d -> %d", *old, *new))
+	}
+}
+
+func (c *checker) compareRequired(path string, old, new *apiextensionsv1.JSONSchemaProps) {
+	was := make(map[string]bool, len(old.Required))
+	for _, r := range old.Required {
+		was[r] = true
+	}
+	added := map[string]bool{}
+	for _, r := range new.Required {
+		if !was[r] {
+			added[r] = true
+		}
+	}
+	if len(added) > 0 {
+		names := sortedKeys(added)
+		quoted := make([]string, len(names))
+		for i, n := range names {
+			quoted[i] = quote(n)
+		}
+		c.report(path, RuleRequired, "newly required: "+listValues(quoted))
+	}
+}
+
+// handledFields are the JSONSchemaProps fields (by JSON name) that compare and its helpers judge,
+// plus documentation-only fields; every other field is compared by compareUnhandled.
+var handledFields = map[string]bool{
+	"description": true, "title": true, "example": true, "externalDocs": true,
+	"type": true, "enum": true, "default": true,
+	"maximum": true, "exclusiveMaximum": true, "minimum": true, "exclusiveMinimum": true,
+	"maxLength": true, "minLength": true, "maxItems": true, "minItems": true,
+	"maxProperties": true, "minProperties": true,
+	"required": true, "pattern": true, "nullable": true,
+	"properties": true, "items": true, "additionalProperties": true,
+	"x-kubernetes-validations": true,
+}
+
+// compareUnhandled reports every change of a field no rule judges, and the cases of items and
+// additionalProperties that are not a schema on both sides, and unsafe CEL rule additions.
+func (c *checker) compareUnhandled(path string, old, new *apiextensionsv1.JSONSchemaProps) {
+	var changes []string
+	ov, nv := reflect.ValueOf(old).Elem(), reflect.ValueOf(new).Elem()
+	t := ov.Type()
+	for i := 0; i < t.NumField(); i++ {
+		name := jsonName(t.Field(i))
+		if handledFields[name] {
+			continue
+		}
+		of, nf := ov.Field(i).Interface(), nv.Field(i).Interface()
+		if ob, ok := of.(*bool); ok {
+			// x-kubernetes-preserve-unknown-fields: unset means false
+			of, nf = ob != nil && *ob, nf.(*bool) != nil && *nf.(*bool)
+		}
+		if reflect.DeepEqual(of, nf) {
+			continue
+		}
+		if ofs, ok := of.([]apiextensionsv1.JSONSchemaProps); ok && reflect.DeepEqual(stripDocsList(ofs), stripDocsList(nf.([]apiextensionsv1.JSONSchemaProps))) {
+			continue
+		}
+		if ofp, ok := of.(*apiextensionsv1.JSONSchemaProps); ok && ofp != nil && nf.(*apiextensionsv1.JSONSchemaProps) != nil &&
+			reflect.DeepEqual(stripDocs(*ofp), stripDocs(*nf.(*apiextensionsv1.JSONSchemaProps))) {
+			continue
+		}
+		changes = append(changes, describeChange(name, of, nf))
+	}
+	// Items and additionalProperties that are a schema on both sides are compared as children,
+	// and a schema that disappeared is an existingFieldRemoval; every other change is unhandled.
+	bothItems := itemsSchema(old) != nil && (itemsSchema(new) != nil || new.Items == nil)
+	if !bothItems && !reflect.DeepEqual(stripItems(old.Items), stripItems(new.Items)) {
+		changes = append(changes, "items changed")
+	}
+	bothAdditional := additionalSchema(old) != nil && (additionalSchema(new) != nil || new.AdditionalProperties == nil)
+	if !bothAdditional && !reflect.DeepEqual(stripAdditional(old.AdditionalProperties), stripAdditional(new.AdditionalProperties)) {
+		changes = append(changes, "additionalProperties changed")
+	}
+	changes = append(changes, unsafeValidationChanges(old, new)...)
+	if len(changes) > 0 {
+		c.report(path, RuleUnhandled, strings.Join(changes, "; "))
+	}
+}
+
+func describeChange(name string, old, new any) string {
+	o, oerr := json.Marshal(old)
+	n, nerr := json.Marshal(new)
+	if oerr != nil || nerr != nil || len(o)+len(n) > maxDetailValueBytes {
+		return name + " changed"
+	}
+	return fmt.Sprintf("%s %s -> %s", name, o, n)
+}
+
+func jsonName(f reflect.StructField) string {
+	tag := f.Tag.Get("json")
+	if i := strings.IndexByte(tag, ','); i >= 0 {
+		tag = tag[:i]
+	}
+	if tag == "" {
+		return f.Name
+	}
+	return tag
+}
+
+// stripDocs returns a deep copy of s without description, title, example and externalDocs,
+// anywhere in the tree.
+func stripDocs(s apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
+	s = *s.DeepCopy()
+	clearDocs(&s)
+	return s
+}
+
+func stripDocsList(l []apiextensionsv1.JSONSchemaProps) []apiextensionsv1.JSONSchemaProps {
+	if l == nil {
+		return nil
+	}
+	out := make([]apiextensionsv1.JSONSchemaProps, len(l))
+	for i := range l {
+		out[i] = stripDocs(l[i])
+	}
+	return out
+}
+
+func stripItems(i *apiextensionsv1.JSONSchemaPropsOrArray) *apiextensionsv1.JSONSchemaPropsOrArray {
+	if i == nil {
+		return nil
+	}
+	c := i.DeepCopy()
+	if c.Schema != nil {
+		clearDocs(c.Schema)
+	}
+	for k := range c.JSONSchemas {
+		clearDocs(&c.JSONSchemas[k])
+	}
+	return c
+}
+
+func stripAdditional(a *apiextensionsv1.JSONSchemaPropsOrBool) *apiextensionsv1.JSONSchemaPropsOrBool {
+	if a == nil {
+		return nil
+	}
+	c := a.DeepCopy()
+	if c.Schema != nil {
+		clearDocs(c.Schema)
+	}
+	return c
+}
+
+func clearDocs(s *apiextensionsv1.JSONSchemaProps) {
+	s.Description, s.Title, s.Example, s.ExternalDocs = "", "", nil, nil
+	for k, v := range s.Properties {
+		clearDocs(&v)
+		s.Properties[k] = v
+	}
+	for k, v := range s.PatternProperties {
+		clearDocs(&v)
+		s.PatternProperties[k] = v
+	}
+	for k, v := range s.Definitions {
+		clearDocs(&v)
+		s.Definitions[k] = v
+	}
+	for _, l := range [][]apiextensionsv1.JSONSchemaProps{s.AllOf, s.AnyOf, s.OneOf} {
+		for i := range l {
+			clearDocs(&l[i])
+		}
+	}
+	if s.Not != nil {
+		clearDocs(s.Not)
+	}
+	if s.Items != nil {
+		if s.Items.Schema != nil {
+			clearDocs(s.Items.Schema)
+		}
+		for i := range s.Items.JSONSchemas {
+			clearDocs(&s.Items.JSONSchemas[i])
+		}
+	}
+	for _, a := range []*apiextensionsv1.JSONSchemaPropsOrBool{s.AdditionalProperties, s.AdditionalItems} {
+		if a != nil && a.Schema != nil {
+			clearDocs(a.Schema)
+		}
+	}
+}
+
+// canonicalJSON re-encodes raw JSON so that equal values compare equal (object keys sorted,
+// numbers in one form); raw that is not valid JSON is returned unchanged.
+func canonicalJSON(raw []byte) string {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return string(raw)
+	}
+	return string(out)
+}
+
+func shortJSON(s string) string {
+	if len(s) > maxDetailValueBytes {
+		return s[:maxDetailValueBytes] + "..."
+	}
+	return s
+}
+
+func listValues(values []string) string {
+	shown := values
+	if len(shown) > maxListedValues {
+		shown = shown[:maxListedValues]
+	}
+	for i := range shown {
+		shown[i] = shortJSON(shown[i])
+	}
+	s := "[" + strings.Join(shown, ", ") + "]"
+	if len(values) > len(shown) {
+		s += fmt.Sprintf(" and %d more", len(values)-len(shown))
+	}
+	return s
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func quote(s string) string {
+	return strconv.Quote(s)
+}
+
+// propertyPath appends the property name to path (see Finding for the notation).
+func propertyPath(path, name string) string {
+	if path == "." {
+		path = ""
+	}
+	if plainName(name) {
+		return path + "." + name
+	}
+	return path + "[" + strconv.Quote(name) + "]"
+}
+
+func plainName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '$' || r == '@') {
+			return false
+		}
+	}
+	return true
+}
