@@ -17,7 +17,8 @@ func TestCRDRules(t *testing.T) {
 		change func(t *testing.T, old, new *apiextensionsv1.CustomResourceDefinition)
 		want   []string
 	}{
-		{"unchanged", func(*testing.T, *apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinition) {}, nil},
+		{"unchanged", func(*testing.T, *apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinition) {
+		}, nil},
 		{"scope changed", func(_ *testing.T, _, new *apiextensionsv1.CustomResourceDefinition) {
 			new.Spec.Scope = apiextensionsv1.ClusterScoped
 		}, []string{`* .: scope: changed "Namespaced" -> "Cluster"`}},
