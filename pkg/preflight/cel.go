@@ -67,6 +67,10 @@ func ruleHoldsWithoutNewFields(r apiextensionsv1.ValidationRule, old, new *apiex
 		return false, "no new optional property it could guard"
 	}
 	sort.Strings(added)
+	quoted := make([]string, len(added))
+	for i, name := range added {
+		quoted[i] = quote(name)
+	}
 	for _, req := range new.Required {
 		if _, ok := old.Properties[req]; !ok {
 			return false, fmt.Sprintf("new property %q is required", req)
@@ -99,7 +103,7 @@ func ruleHoldsWithoutNewFields(r apiextensionsv1.ValidationRule, old, new *apiex
 	if out == types.True {
 		return true, ""
 	}
-	return false, "not provably true when the new properties " + listValues(added) + " are unset"
+	return false, "not provably true when the new properties " + listValues(quoted) + " are unset"
 }
 
 // selfOnlyThroughFields reports whether every reference to the variable self in e is the

@@ -22,7 +22,8 @@
 //   - existingFieldRemoval: a property (or the items / additionalProperties schema) of the old
 //     schema is missing from the new one; its subtree is not compared further.
 //   - type: the type changed; integer -> number is a widening that keeps every stored value valid
-//     and is allowed. After a type change the subtree is not compared further.
+//     and is allowed. After a type change the node's other rules still apply, but the properties,
+//     items and additionalProperties below it are not compared.
 //   - enum: an enum was added where there was none, or values were removed (additions are allowed).
 //   - default: a default was added, changed or removed.
 //   - maximum, maxLength, maxItems, maxProperties: lowered, or newly added (for maximum, turning

@@ -39,11 +39,11 @@ func TestPropertyRules(t *testing.T) {
 		{"integer to number is a widening", "{type: object, properties: {a: {type: integer}}}", "{type: object, properties: {a: {type: number}}}", nil},
 		{"number to integer narrows", "{type: object, properties: {a: {type: number}}}", "{type: object, properties: {a: {type: integer}}}",
 			[]string{`v1 .spec.a: type: changed "number" -> "integer"`}},
-		{"type change hides the subtree", "{type: object, properties: {a: {type: object, properties: {x: {type: string}}}}}",
+		{"type change: node rules apply, subtree not compared", "{type: object, properties: {a: {type: object, properties: {x: {type: string}}}}}",
 			"{type: object, properties: {a: {type: string, minLength: 2}}}",
-			[]string{`v1 .spec.a: type: changed "object" -> "string"`}},
+			[]string{`v1 .spec.a: minLength: added 2`, `v1 .spec.a: type: changed "object" -> "string"`}},
 		{"type removed", "{type: object, properties: {a: {type: string}}}", "{type: object, properties: {a: {x-kubernetes-int-or-string: true}}}",
-			[]string{`v1 .spec.a: type: changed "string" -> ""`}},
+			[]string{`v1 .spec.a: type: changed "string" -> ""`, `v1 .spec.a: unhandled: x-kubernetes-int-or-string false -> true`}},
 
 		// enum
 		{"enum added where there was none", "{type: string}", "{type: string, enum: [a, b]}",

@@ -35,9 +35,9 @@ func (c *checker) report(path, rule, detail string) {
 
 // compare compares the schema node old with new at path and then their children.
 func (c *checker) compare(path string, old, new *apiextensionsv1.JSONSchemaProps) {
-	if old.Type != new.Type && !(old.Type == "integer" && new.Type == "number") {
+	typeChanged := old.Type != new.Type && !(old.Type == "integer" && new.Type == "number")
+	if typeChanged {
 		c.report(path, RuleType, fmt.Sprintf("changed %s -> %s", quote(old.Type), quote(new.Type)))
-		return // the whole subtree is invalidated; comparing below it only adds noise
 	}
 	c.compareEnum(path, old, new)
 	c.compareDefault(path, old, new)
@@ -60,7 +60,11 @@ func (c *checker) compare(path string, old, new *apiextensionsv1.JSONSchemaProps
 		c.report(path, RuleNullable, fmt.Sprintf("changed %t -> %t", old.Nullable, new.Nullable))
 	}
 	c.compareUnhandled(path, old, new)
-	c.compareChildren(path, old, new)
+	if !typeChanged {
+		// After a type change the children of the two sides describe different kinds of
+		// values; comparing them would only repeat the type finding.
+		c.compareChildren(path, old, new)
+	}
 }
 
 func (c *checker) compareChildren(path string, old, new *apiextensionsv1.JSONSchemaProps) {
