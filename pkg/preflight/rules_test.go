@@ -3,6 +3,8 @@ package preflight
 import (
 	"reflect"
 	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // TestPropertyRules runs each per-property rule on accepted and refused changes of the schema
@@ -153,4 +155,88 @@ func TestPropertyRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEveryFieldChangeIsJudged sets each JSONSchemaProps field, one at a time, on the new .spec
+// schema and expects a finding: a field added to the type in a future release, or one that no
+// rule and no unhandled comparison looks at, fails here.
+func TestEveryFieldChangeIsJudged(t *testing.T) {
+	noFinding := map[string]string{
+		"Description":      "documentation only",
+		"Title":            "documentation only",
+		"Example":          "documentation only",
+		"ExternalDocs":     "documentation only",
+		"Properties":       "a new optional property is safe",
+		"ExclusiveMaximum": "has no effect without maximum",
+		"ExclusiveMinimum": "has no effect without minimum",
+	}
+	typ := reflect.TypeOf(apiextensionsv1.JSONSchemaProps{})
+	for i := 0; i < typ.NumField(); i++ {
+		field := typ.Field(i)
+		t.Run(field.Name, func(t *testing.T) {
+			spec := apiextensionsv1.JSONSchemaProps{}
+			v := reflect.ValueOf(&spec).Elem().Field(i)
+			v.Set(sampleValue(t, field.Type))
+			got := Check(testCRD(&apiextensionsv1.JSONSchemaProps{}), testCRD(&spec))
+			if why, ok := noFinding[field.Name]; ok {
+				if len(got) != 0 {
+					t.Errorf("setting %s (%s): findings %q, want none", field.Name, why, findingLines(got))
+				}
+				return
+			}
+			if len(got) == 0 {
+				t.Errorf("setting %s to %v went unnoticed", field.Name, v.Interface())
+			}
+		})
+	}
+}
+
+// sampleValue returns a non-zero value of a JSONSchemaProps field type.
+func sampleValue(t *testing.T, typ reflect.Type) reflect.Value {
+	t.Helper()
+	sub := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	var v any
+	switch typ {
+	case reflect.TypeOf(""):
+		v = "x"
+	case reflect.TypeOf(apiextensionsv1.JSONSchemaURL("")):
+		v = apiextensionsv1.JSONSchemaURL("x")
+	case reflect.TypeOf(false):
+		v = true
+	case reflect.TypeOf((*string)(nil)):
+		v = ptrTo("x")
+	case reflect.TypeOf((*bool)(nil)):
+		v = ptrTo(true)
+	case reflect.TypeOf((*float64)(nil)):
+		v = ptrTo(2.0)
+	case reflect.TypeOf((*int64)(nil)):
+		v = ptrTo(int64(2))
+	case reflect.TypeOf([]string(nil)):
+		v = []string{"x"}
+	case reflect.TypeOf((*apiextensionsv1.JSON)(nil)):
+		v = &apiextensionsv1.JSON{Raw: []byte(`"x"`)}
+	case reflect.TypeOf([]apiextensionsv1.JSON(nil)):
+		v = []apiextensionsv1.JSON{{Raw: []byte(`"x"`)}}
+	case reflect.TypeOf([]apiextensionsv1.JSONSchemaProps(nil)):
+		v = []apiextensionsv1.JSONSchemaProps{sub}
+	case reflect.TypeOf((*apiextensionsv1.JSONSchemaProps)(nil)):
+		v = &sub
+	case reflect.TypeOf(map[string]apiextensionsv1.JSONSchemaProps(nil)):
+		v = map[string]apiextensionsv1.JSONSchemaProps{"x": sub}
+	case reflect.TypeOf(apiextensionsv1.JSONSchemaDefinitions(nil)):
+		v = apiextensionsv1.JSONSchemaDefinitions{"x": sub}
+	case reflect.TypeOf(apiextensionsv1.JSONSchemaDependencies(nil)):
+		v = apiextensionsv1.JSONSchemaDependencies{"x": {Property: []string{"y"}}}
+	case reflect.TypeOf((*apiextensionsv1.JSONSchemaPropsOrArray)(nil)):
+		v = &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &sub}
+	case reflect.TypeOf((*apiextensionsv1.JSONSchemaPropsOrBool)(nil)):
+		v = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true}
+	case reflect.TypeOf((*apiextensionsv1.ExternalDocumentation)(nil)):
+		v = &apiextensionsv1.ExternalDocumentation{URL: "https://example.com"}
+	case reflect.TypeOf(apiextensionsv1.ValidationRules(nil)):
+		v = apiextensionsv1.ValidationRules{{Rule: "self.x > 0"}}
+	default:
+		t.Fatalf("no sample value for field type %s: extend sampleValue", typ)
+	}
+	return reflect.ValueOf(v)
 }

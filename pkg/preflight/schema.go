@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,6 +122,9 @@ func (c *checker) compareEnum(path string, old, new *apiextensionsv1.JSONSchemaP
 	if len(new.Enum) == 0 {
 		return // no constraint (any more): nothing that was valid becomes invalid
 	}
+	if sameRawList(old.Enum, new.Enum) {
+		return
+	}
 	newValues := make(map[string]bool, len(new.Enum))
 	for _, v := range new.Enum {
 		newValues[canonicalJSON(v.Raw)] = true
@@ -151,12 +155,25 @@ func (c *checker) compareDefault(path string, old, new *apiextensionsv1.JSONSche
 		c.report(path, RuleDefault, "added "+shortJSON(canonicalJSON(new.Default.Raw)))
 	case new.Default == nil:
 		c.report(path, RuleDefault, "removed "+shortJSON(canonicalJSON(old.Default.Raw)))
+	case bytes.Equal(old.Default.Raw, new.Default.Raw):
 	default:
 		o, n := canonicalJSON(old.Default.Raw), canonicalJSON(new.Default.Raw)
 		if o != n {
 			c.report(path, RuleDefault, fmt.Sprintf("changed %s -> %s", shortJSON(o), shortJSON(n)))
 		}
 	}
+}
+
+func sameRawList(a, b []apiextensionsv1.JSON) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i].Raw, b[i].Raw) {
+			return false
+		}
+	}
+	return true
 }
 
 // compareBound reports a maximum lowered/added (upper) or a minimum raised/added (!upper),
@@ -231,46 +248,74 @@ func (c *checker) compareRequired(path string, old, new *apiextensionsv1.JSONSch
 	}
 }
 
-// handledFields are the JSONSchemaProps fields (by JSON name) that compare and its helpers judge,
-// plus documentation-only fields; every other field is compared by compareUnhandled.
-var handledFields = map[string]bool{
-	"description": true, "title": true, "example": true, "externalDocs": true,
-	"type": true, "enum": true, "default": true,
-	"maximum": true, "exclusiveMaximum": true, "minimum": true, "exclusiveMinimum": true,
-	"maxLength": true, "minLength": true, "maxItems": true, "minItems": true,
-	"maxProperties": true, "minProperties": true,
-	"required": true, "pattern": true, "nullable": true,
-	"properties": true, "items": true, "additionalProperties": true,
-	"x-kubernetes-validations": true,
-}
-
-// compareUnhandled reports every change of a field no rule judges, and the cases of items and
-// additionalProperties that are not a schema on both sides, and unsafe CEL rule additions.
+// compareUnhandled reports, as one unhandled finding, every change of a JSONSchemaProps field
+// that no rule judges: the fields listed below; items and additionalProperties when they are not
+// a schema on both sides; and unsafe x-kubernetes-validations additions. The fields judged by
+// rules (type, enum, default, the bounds, required, pattern, nullable, properties) and the
+// documentation-only fields (description, title, example, externalDocs) are not listed here.
 func (c *checker) compareUnhandled(path string, old, new *apiextensionsv1.JSONSchemaProps) {
 	var changes []string
-	ov, nv := reflect.ValueOf(old).Elem(), reflect.ValueOf(new).Elem()
-	t := ov.Type()
-	for i := 0; i < t.NumField(); i++ {
-		name := jsonName(t.Field(i))
-		if handledFields[name] {
-			continue
-		}
-		of, nf := ov.Field(i).Interface(), nv.Field(i).Interface()
-		if ob, ok := of.(*bool); ok {
-			// x-kubernetes-preserve-unknown-fields: unset means false
-			of, nf = ob != nil && *ob, nf.(*bool) != nil && *nf.(*bool)
-		}
-		if reflect.DeepEqual(of, nf) {
-			continue
-		}
-		if ofs, ok := of.([]apiextensionsv1.JSONSchemaProps); ok && reflect.DeepEqual(stripDocsList(ofs), stripDocsList(nf.([]apiextensionsv1.JSONSchemaProps))) {
-			continue
-		}
-		if ofp, ok := of.(*apiextensionsv1.JSONSchemaProps); ok && ofp != nil && nf.(*apiextensionsv1.JSONSchemaProps) != nil &&
-			reflect.DeepEqual(stripDocs(*ofp), stripDocs(*nf.(*apiextensionsv1.JSONSchemaProps))) {
-			continue
-		}
-		changes = append(changes, describeChange(name, of, nf))
+	add := func(name string, o, n any) { changes = append(changes, describeChange(name, o, n)) }
+	if old.ID != new.ID {
+		add("id", old.ID, new.ID)
+	}
+	if old.Schema != new.Schema {
+		add("$schema", old.Schema, new.Schema)
+	}
+	if !equalPtr(old.Ref, new.Ref) {
+		add("$ref", old.Ref, new.Ref)
+	}
+	if old.Format != new.Format {
+		add("format", old.Format, new.Format)
+	}
+	if !equalPtr(old.MultipleOf, new.MultipleOf) {
+		add("multipleOf", old.MultipleOf, new.MultipleOf)
+	}
+	if old.UniqueItems != new.UniqueItems {
+		add("uniqueItems", old.UniqueItems, new.UniqueItems)
+	}
+	if !equalSchemaList(old.AllOf, new.AllOf) {
+		add("allOf", old.AllOf, new.AllOf)
+	}
+	if !equalSchemaList(old.OneOf, new.OneOf) {
+		add("oneOf", old.OneOf, new.OneOf)
+	}
+	if !equalSchemaList(old.AnyOf, new.AnyOf) {
+		add("anyOf", old.AnyOf, new.AnyOf)
+	}
+	if (old.Not == nil) != (new.Not == nil) || old.Not != nil && !reflect.DeepEqual(stripDocs(*old.Not), stripDocs(*new.Not)) {
+		add("not", old.Not, new.Not)
+	}
+	if (len(old.PatternProperties) > 0 || len(new.PatternProperties) > 0) && !reflect.DeepEqual(old.PatternProperties, new.PatternProperties) {
+		add("patternProperties", old.PatternProperties, new.PatternProperties)
+	}
+	if (len(old.Dependencies) > 0 || len(new.Dependencies) > 0) && !reflect.DeepEqual(old.Dependencies, new.Dependencies) {
+		add("dependencies", old.Dependencies, new.Dependencies)
+	}
+	if !reflect.DeepEqual(old.AdditionalItems, new.AdditionalItems) {
+		add("additionalItems", old.AdditionalItems, new.AdditionalItems)
+	}
+	if (len(old.Definitions) > 0 || len(new.Definitions) > 0) && !reflect.DeepEqual(old.Definitions, new.Definitions) {
+		add("definitions", old.Definitions, new.Definitions)
+	}
+	// x-kubernetes-preserve-unknown-fields: unset means false.
+	if o, n := old.XPreserveUnknownFields != nil && *old.XPreserveUnknownFields, new.XPreserveUnknownFields != nil && *new.XPreserveUnknownFields; o != n {
+		add("x-kubernetes-preserve-unknown-fields", o, n)
+	}
+	if old.XEmbeddedResource != new.XEmbeddedResource {
+		add("x-kubernetes-embedded-resource", old.XEmbeddedResource, new.XEmbeddedResource)
+	}
+	if old.XIntOrString != new.XIntOrString {
+		add("x-kubernetes-int-or-string", old.XIntOrString, new.XIntOrString)
+	}
+	if !slices.Equal(old.XListMapKeys, new.XListMapKeys) {
+		add("x-kubernetes-list-map-keys", old.XListMapKeys, new.XListMapKeys)
+	}
+	if !equalPtr(old.XListType, new.XListType) {
+		add("x-kubernetes-list-type", old.XListType, new.XListType)
+	}
+	if !equalPtr(old.XMapType, new.XMapType) {
+		add("x-kubernetes-map-type", old.XMapType, new.XMapType)
 	}
 	// Items and additionalProperties that are a schema on both sides are compared as children,
 	// and a schema that disappeared is an existingFieldRemoval; every other change is unhandled.
@@ -297,23 +342,24 @@ func describeChange(name string, old, new any) string {
 	return fmt.Sprintf("%s %s -> %s", name, o, n)
 }
 
-func jsonName(f reflect.StructField) string {
-	tag := f.Tag.Get("json")
-	if i := strings.IndexByte(tag, ','); i >= 0 {
-		tag = tag[:i]
-	}
-	if tag == "" {
-		return f.Name
-	}
-	return tag
-}
-
 // stripDocs returns a deep copy of s without description, title, example and externalDocs,
 // anywhere in the tree.
 func stripDocs(s apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
 	s = *s.DeepCopy()
 	clearDocs(&s)
 	return s
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+// equalSchemaList compares allOf/oneOf/anyOf lists, ignoring documentation-only fields.
+func equalSchemaList(a, b []apiextensionsv1.JSONSchemaProps) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || reflect.DeepEqual(a, b) || reflect.DeepEqual(stripDocsList(a), stripDocsList(b))
 }
 
 func stripDocsList(l []apiextensionsv1.JSONSchemaProps) []apiextensionsv1.JSONSchemaProps {
@@ -393,8 +439,7 @@ func clearDocs(s *apiextensionsv1.JSONSchemaProps) {
 // numbers in one form); raw that is not valid JSON is returned unchanged.
 func canonicalJSON(raw []byte) string {
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&v); err != nil {
+	if err := json.Unmarshal(raw, &v); err != nil {
 		return string(raw)
 	}
 	out, err := json.Marshal(v)
