@@ -1,0 +1,547 @@
+package fbc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+)
+
+// Rule names used in Problem.Rule. Errors stop a catalog from being served;
+// warnings are reported and never stop serving (issue 4, part 2).
+const (
+	// Errors.
+	RuleSyntax                = "syntax"                      // file is not JSON/YAML, or a document is not an object
+	RuleSchemaRequired        = "schema-required"             // blob has no non-empty string "schema"
+	RuleRequiredField         = "required-field"              // a field the FBC schema reference (seeds/001) requires is missing or empty
+	RuleBundlePackageProperty = "bundle-olm-package-property" // bundle lacks exactly one valid olm.package property
+
+	// Warnings.
+	RuleDuplicateBlob          = "duplicate-blob"           // two package/channel/bundle/deprecations blobs with the same identity
+	RuleDuplicateVersion       = "duplicate-bundle-version" // two bundles of one package with the same version
+	RuleDuplicateChannelEntry  = "duplicate-channel-entry"  // a bundle named twice in one channel
+	RuleChannelHeads           = "channel-heads"            // a channel without exactly one head
+	RuleInvalidSkipRange       = "invalid-skiprange"        // skipRange is not a semver range
+	RuleSkipRangeAboveVersion  = "skiprange-above-version"  // skipRange admits versions above the entry's own
+	maxProblemsInErrorMessage  = 5
+	propertyTypePackage        = "olm.package"
+	deprecationSchemaMustBeOne = "olm.package, olm.channel or olm.bundle"
+)
+
+// Problem is one error or warning found in a catalog.
+type Problem struct {
+	// Source is where the blob is; zero for a file-level problem's Index.
+	Source Source
+	// Schema, Package and Name identify the blob, as far as it has them.
+	Schema  string
+	Package string
+	Name    string
+	// Rule is one of the Rule* constants.
+	Rule string
+	// Message says what is wrong, in words.
+	Message string
+}
+
+// String formats the problem as "FILE: blob N (line L) SCHEMA "PKG/NAME": [RULE] MESSAGE".
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.Source.String())
+	if p.Schema != "" {
+		fmt.Fprintf(&b, " %s", p.Schema)
+		switch {
+		case p.Package != "" && p.Name != "":
+			fmt.Fprintf(&b, " %q", p.Package+"/"+p.Name)
+		case p.Name != "":
+			fmt.Fprintf(&b, " %q", p.Name)
+		case p.Package != "":
+			fmt.Fprintf(&b, " %q", p.Package)
+		}
+	}
+	fmt.Fprintf(&b, ": [%s] %s", p.Rule, p.Message)
+	return b.String()
+}
+
+// Report holds what validation found, each list in the order found.
+type Report struct {
+	Errors   []Problem
+	Warnings []Problem
+}
+
+// Err returns nil when the report has no errors, else an *InvalidCatalogError.
+func (r Report) Err() error {
+	if len(r.Errors) == 0 {
+		return nil
+	}
+	return &InvalidCatalogError{Errors: r.Errors}
+}
+
+// InvalidCatalogError says a catalog has errors and must not be served.
+type InvalidCatalogError struct {
+	Errors []Problem
+}
+
+func (e *InvalidCatalogError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid catalog: %d error(s)", len(e.Errors))
+	for i, p := range e.Errors {
+		if i == maxProblemsInErrorMessage {
+			fmt.Fprintf(&b, "; and %d more", len(e.Errors)-i)
+			break
+		}
+		b.WriteString("; ")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Load walks the FBC rooted at fsys (see WalkFS), validates every blob and
+// calls fn (if not nil) for each blob that could be parsed, valid or not.
+// Syntax errors do not stop the walk; they are in the report. The returned
+// error is an I/O error or an error from fn; validation problems are only
+// in the Report (use Report.Err to turn errors into an error).
+func Load(fsys fs.FS, fn func(Meta, Source) error) (Report, error) {
+	v := NewValidator()
+	err := WalkFS(fsys, func(m Meta, src Source) error {
+		v.Add(m, src)
+		if fn != nil {
+			return fn(m, src)
+		}
+		return nil
+	}, func(se *SyntaxError) error {
+		v.AddSyntaxError(se)
+		return nil
+	})
+	return v.Report(), err
+}
+
+// Validate is Load without a callback: what `olm-apiserver validate-catalog`
+// prints.
+func Validate(fsys fs.FS) (Report, error) {
+	return Load(fsys, nil)
+}
+
+// Validator checks blobs one at a time and keeps only what the cross-blob
+// rules need (identities, versions and channel entries, never whole blobs).
+// Use NewValidator, Add each blob, then Report once.
+type Validator struct {
+	report   Report
+	seen     map[string]Source                     // identity key → first blob
+	versions map[string]map[string]versionOwner    // package → version (precedence) → bundle
+	bundleV  map[string]map[string]*semver.Version // package → bundle name → version
+	ranges   []pendingRange                        // skipRanges to check against bundle versions
+}
+
+type versionOwner struct {
+	name string
+	src  Source
+}
+
+type pendingRange struct {
+	pkg, channel, entry, raw string
+	constraint               *semver.Constraints
+	src                      Source
+}
+
+// NewValidator returns an empty Validator.
+func NewValidator() *Validator {
+	return &Validator{
+		seen:     map[string]Source{},
+		versions: map[string]map[string]versionOwner{},
+		bundleV:  map[string]map[string]*semver.Version{},
+	}
+}
+
+// AddSyntaxError records a file that could not be parsed as an error.
+func (v *Validator) AddSyntaxError(se *SyntaxError) {
+	v.report.Errors = append(v.report.Errors, Problem{Source: se.Source, Rule: RuleSyntax, Message: se.Err.Error()})
+}
+
+// Report runs the checks that need the whole catalog and returns everything
+// found. Call it once, after the last Add.
+func (v *Validator) Report() Report {
+	for _, r := range v.ranges {
+		own := v.bundleV[r.pkg][r.entry]
+		if own == nil {
+			continue // the entry's bundle is not in this catalog: nothing to compare with
+		}
+		if above := admitsAbove(r.constraint, r.raw, own); above != nil {
+			v.warn(r.src, SchemaChannel, r.pkg, r.channel, RuleSkipRangeAboveVersion,
+				"entry %q: skipRange %q admits %s, above the bundle's own version %s", r.entry, r.raw, above, own)
+		}
+	}
+	v.ranges = nil
+	return v.report
+}
+
+func (v *Validator) errorf(src Source, schema, pkg, name, rule, format string, args ...any) {
+	v.report.Errors = append(v.report.Errors, Problem{Source: src, Schema: schema, Package: pkg, Name: name, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *Validator) warn(src Source, schema, pkg, name, rule, format string, args ...any) {
+	v.report.Warnings = append(v.report.Warnings, Problem{Source: src, Schema: schema, Package: pkg, Name: name, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+// Add checks one blob.
+func (v *Validator) Add(m Meta, src Source) {
+	if m.Schema == "" {
+		v.errorf(src, "", m.Package, m.Name, RuleSchemaRequired, "blob has no \"schema\" (a non-empty string is required)")
+		return
+	}
+	switch m.Schema {
+	case SchemaPackage:
+		v.addPackage(m, src)
+	case SchemaChannel:
+		v.addChannel(m, src)
+	case SchemaBundle:
+		v.addBundle(m, src)
+	case SchemaDeprecations:
+		v.addDeprecations(m, src)
+	}
+	// Blobs of other schemas are kept verbatim and not checked.
+}
+
+// fieldCheck collects required-field errors of one blob.
+type fieldCheck struct {
+	v      *Validator
+	m      Meta
+	src    Source
+	failed bool
+}
+
+func (c *fieldCheck) fail(format string, args ...any) {
+	c.failed = true
+	c.v.errorf(c.src, c.m.Schema, c.m.Package, c.m.Name, RuleRequiredField, format, args...)
+}
+
+// decode unmarshals the blob into dst (one pass). Only fields the FBC schema
+// reference requires are typed in dst, so a type mismatch is always a
+// required field of the wrong type: it is reported and decode returns false.
+func (c *fieldCheck) decode(dst any) bool {
+	err := json.Unmarshal(c.m.Blob, dst)
+	if err == nil {
+		return true
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		c.fail("field %q must be %s, not a JSON %s", te.Field, jsonKind(te.Type.String()), te.Value)
+	} else {
+		c.fail("blob cannot be decoded: %v", err)
+	}
+	return false
+}
+
+func jsonKind(goType string) string {
+	switch {
+	case strings.HasSuffix(goType, "string"):
+		return "a string"
+	case strings.HasPrefix(goType, "[]"), strings.HasPrefix(goType, "*[]"):
+		return "a list"
+	default:
+		return "an object"
+	}
+}
+
+// str requires a non-empty string.
+func (c *fieldCheck) str(field string, s *string) string {
+	switch {
+	case s == nil:
+		c.fail("field %q is required", field)
+		return ""
+	case *s == "":
+		c.fail("field %q must not be empty", field)
+	}
+	return *s
+}
+
+func (v *Validator) duplicate(key string, m Meta, src Source, what string) {
+	if first, ok := v.seen[key]; ok {
+		v.warn(src, m.Schema, m.Package, m.Name, RuleDuplicateBlob, "%s is defined twice (first at %s)", what, first)
+		return
+	}
+	v.seen[key] = src
+}
+
+func (v *Validator) addPackage(m Meta, src Source) {
+	var p struct {
+		Name           *string `json:"name"`
+		DefaultChannel *string `json:"defaultChannel"`
+	}
+	c := fieldCheck{v: v, m: m, src: src}
+	if !c.decode(&p) {
+		return
+	}
+	name := c.str("name", p.Name)
+	c.str("defaultChannel", p.DefaultChannel)
+	if name != "" {
+		v.duplicate("p\x00"+name, m, src, fmt.Sprintf("package %q", name))
+	}
+}
+
+type channelEntry struct {
+	Name      *string `json:"name"`
+	Replaces  any     `json:"replaces"`
+	Skips     any     `json:"skips"`
+	SkipRange any     `json:"skipRange"`
+}
+
+func (v *Validator) addChannel(m Meta, src Source) {
+	var ch struct {
+		Package *string         `json:"package"`
+		Name    *string         `json:"name"`
+		Entries *[]channelEntry `json:"entries"`
+	}
+	c := fieldCheck{v: v, m: m, src: src}
+	if !c.decode(&ch) {
+		return
+	}
+	pkg := c.str("package", ch.Package)
+	name := c.str("name", ch.Name)
+	if ch.Entries == nil {
+		c.fail("field %q is required", "entries")
+		return
+	}
+	if pkg != "" && name != "" {
+		v.duplicate("c\x00"+pkg+"\x00"+name, m, src, fmt.Sprintf("channel %q of package %q", name, pkg))
+	}
+
+	entries := *ch.Entries
+	names := make([]string, 0, len(entries))
+	replaced := map[string]bool{}
+	inChannel := map[string]bool{}
+	for i, e := range entries {
+		entry := c.str(fmt.Sprintf("entries[%d].name", i), e.Name)
+		if entry == "" {
+			continue
+		}
+		if inChannel[entry] {
+			v.warn(src, m.Schema, m.Package, m.Name, RuleDuplicateChannelEntry, "bundle %q is named by more than one entry of the channel", entry)
+		} else {
+			names = append(names, entry)
+		}
+		inChannel[entry] = true
+		if r, ok := e.Replaces.(string); ok && r != "" {
+			replaced[r] = true
+		}
+		if skips, ok := e.Skips.([]any); ok {
+			for _, s := range skips {
+				if s, ok := s.(string); ok && s != "" {
+					replaced[s] = true
+				}
+			}
+		}
+		if e.SkipRange != nil {
+			v.checkSkipRange(m, src, pkg, name, entry, e.SkipRange)
+		}
+	}
+	if c.failed || len(names) == 0 {
+		return
+	}
+	var heads []string
+	for _, n := range names {
+		if !replaced[n] {
+			heads = append(heads, n)
+		}
+	}
+	switch {
+	case len(heads) == 0:
+		v.warn(src, m.Schema, m.Package, m.Name, RuleChannelHeads, "channel has no head: every entry is replaced or skipped by another (a cycle)")
+	case len(heads) > 1:
+		v.warn(src, m.Schema, m.Package, m.Name, RuleChannelHeads, "channel has %d heads (entries no other entry replaces or skips): %s", len(heads), quoteList(heads))
+	}
+}
+
+func (v *Validator) checkSkipRange(m Meta, src Source, pkg, channel, entry string, raw any) {
+	s, ok := raw.(string)
+	if !ok {
+		v.warn(src, m.Schema, m.Package, m.Name, RuleInvalidSkipRange, "entry %q: skipRange must be a string, got %v", entry, raw)
+		return
+	}
+	constraint, err := semver.NewConstraint(s)
+	if err != nil {
+		v.warn(src, m.Schema, m.Package, m.Name, RuleInvalidSkipRange, "entry %q: skipRange %q is not a semver range: %v", entry, s, err)
+		return
+	}
+	if pkg != "" {
+		v.ranges = append(v.ranges, pendingRange{pkg: pkg, channel: channel, entry: entry, raw: s, constraint: constraint, src: src})
+	}
+}
+
+// versionToken finds the versions a range mentions.
+var versionToken = regexp.MustCompile(`v?[0-9]+(\.[0-9xX*]+)?(\.[0-9xX*]+)?(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?`)
+
+// admitsAbove returns a version greater than own that constraint admits, or
+// nil. Masterminds/semver cannot enumerate a range, so candidates are probed:
+// own's next patch, minor and major, a very large version, and every version
+// the range text mentions above own together with its next patch. This finds
+// every unbounded range and every upper bound above own; it can miss a range
+// whose only versions above own are pre-releases between two probes.
+func admitsAbove(c *semver.Constraints, raw string, own *semver.Version) *semver.Version {
+	candidates := []semver.Version{own.IncPatch(), own.IncMinor(), own.IncMajor(), *semver.New(1<<31, 0, 0, "", "")}
+	for _, tok := range versionToken.FindAllString(raw, -1) {
+		tv, err := semver.NewVersion(strings.NewReplacer("x", "0", "X", "0", "*", "0").Replace(tok))
+		if err != nil || !tv.GreaterThan(own) {
+			continue
+		}
+		candidates = append(candidates, *tv, tv.IncPatch())
+	}
+	for i := range candidates {
+		cand := &candidates[i]
+		if cand.GreaterThan(own) && c.Check(cand) {
+			return cand
+		}
+	}
+	return nil
+}
+
+func quoteList(l []string) string {
+	q := make([]string, len(l))
+	for i, s := range l {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+type property struct {
+	Type  *string         `json:"type"`
+	Value json.RawMessage `json:"value"`
+}
+
+type relatedImage struct {
+	Image *string `json:"image"`
+}
+
+func (v *Validator) addBundle(m Meta, src Source) {
+	var b struct {
+		Package       *string         `json:"package"`
+		Name          *string         `json:"name"`
+		Image         *string         `json:"image"`
+		Properties    *[]property     `json:"properties"`
+		RelatedImages *[]relatedImage `json:"relatedImages"`
+	}
+	c := fieldCheck{v: v, m: m, src: src}
+	if !c.decode(&b) {
+		return
+	}
+	pkg := c.str("package", b.Package)
+	name := c.str("name", b.Name)
+	c.str("image", b.Image)
+	if b.RelatedImages != nil {
+		for i, ri := range *b.RelatedImages {
+			c.str(fmt.Sprintf("relatedImages[%d].image", i), ri.Image)
+		}
+	}
+	if pkg != "" && name != "" {
+		v.duplicate("b\x00"+pkg+"\x00"+name, m, src, fmt.Sprintf("bundle %q of package %q", name, pkg))
+	}
+	if b.Properties == nil {
+		c.fail("field %q is required", "properties")
+		return
+	}
+
+	var pkgProps []json.RawMessage
+	for i, p := range *b.Properties {
+		typ := c.str(fmt.Sprintf("properties[%d].type", i), p.Type)
+		if len(p.Value) == 0 || string(p.Value) == "null" {
+			c.fail("field %q is required and must not be null", fmt.Sprintf("properties[%d].value", i))
+			continue
+		}
+		if typ == propertyTypePackage {
+			pkgProps = append(pkgProps, p.Value)
+		}
+	}
+	bad := func(format string, args ...any) {
+		v.errorf(src, m.Schema, m.Package, m.Name, RuleBundlePackageProperty, format, args...)
+	}
+	if len(pkgProps) != 1 {
+		bad("bundle must have exactly one %q property, has %d", propertyTypePackage, len(pkgProps))
+		return
+	}
+	var pp struct {
+		PackageName any `json:"packageName"`
+		Version     any `json:"version"`
+	}
+	if err := json.Unmarshal(pkgProps[0], &pp); err != nil {
+		bad("%q property value must be an object with packageName and version", propertyTypePackage)
+		return
+	}
+	ppName, _ := pp.PackageName.(string)
+	if ppName == "" || ppName != pkg {
+		bad("%q property packageName %q must equal the bundle's package %q", propertyTypePackage, ppName, pkg)
+	}
+	ver, _ := pp.Version.(string)
+	sv, err := semver.StrictNewVersion(ver)
+	if err != nil {
+		bad("%q property version %q is not a valid semantic version: %v", propertyTypePackage, ver, err)
+		return
+	}
+	if pkg == "" || name == "" {
+		return
+	}
+	if v.bundleV[pkg] == nil {
+		v.bundleV[pkg] = map[string]*semver.Version{}
+		v.versions[pkg] = map[string]versionOwner{}
+	}
+	if _, dup := v.bundleV[pkg][name]; dup {
+		return // duplicate blob, already warned
+	}
+	v.bundleV[pkg][name] = sv
+	key := precedenceKey(sv)
+	if first, ok := v.versions[pkg][key]; ok {
+		v.warn(src, m.Schema, m.Package, m.Name, RuleDuplicateVersion,
+			"bundle %q has version %s, the same as bundle %q (%s)", name, sv, first.name, first.src)
+		return
+	}
+	v.versions[pkg][key] = versionOwner{name: name, src: src}
+}
+
+// precedenceKey is equal for versions of equal semver precedence (build
+// metadata ignored, semver 2.0.0 §10).
+func precedenceKey(v *semver.Version) string {
+	return fmt.Sprintf("%d.%d.%d-%s", v.Major(), v.Minor(), v.Patch(), v.Prerelease())
+}
+
+type deprecationEntry struct {
+	Reference *struct {
+		Schema *string `json:"schema"`
+		Name   *string `json:"name"`
+	} `json:"reference"`
+	Message *string `json:"message"`
+}
+
+func (v *Validator) addDeprecations(m Meta, src Source) {
+	var d struct {
+		Package *string             `json:"package"`
+		Entries *[]deprecationEntry `json:"entries"`
+	}
+	c := fieldCheck{v: v, m: m, src: src}
+	if !c.decode(&d) {
+		return
+	}
+	pkg := c.str("package", d.Package)
+	if d.Entries == nil {
+		c.fail("field %q is required", "entries")
+	} else {
+		for i, e := range *d.Entries {
+			c.str(fmt.Sprintf("entries[%d].message", i), e.Message)
+			if e.Reference == nil {
+				c.fail("field %q is required", fmt.Sprintf("entries[%d].reference", i))
+				continue
+			}
+			schema := c.str(fmt.Sprintf("entries[%d].reference.schema", i), e.Reference.Schema)
+			switch schema {
+			case SchemaPackage, "":
+			case SchemaChannel, SchemaBundle:
+				c.str(fmt.Sprintf("entries[%d].reference.name", i), e.Reference.Name)
+			default:
+				c.fail("field %q is %q, must be %s", fmt.Sprintf("entries[%d].reference.schema", i), schema, deprecationSchemaMustBeOne)
+			}
+		}
+	}
+	if pkg != "" {
+		v.duplicate("d\x00"+pkg, m, src, fmt.Sprintf("olm.deprecations of package %q", pkg))
+	}
+}
