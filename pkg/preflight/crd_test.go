@@ -54,6 +54,14 @@ func TestCRDRules(t *testing.T) {
 			delete(changed.Properties, "b")
 			new.Spec.Versions = append(new.Spec.Versions, versionWith("v1beta1", false, false, changed))
 		}, nil},
+		{"a version the new CRD stops serving is not compared", func(t *testing.T, old, new *apiextensionsv1.CustomResourceDefinition) {
+			old.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
+			new.Spec.Conversion = old.Spec.Conversion
+			old.Spec.Versions = append(old.Spec.Versions, versionWith("v1beta1", true, false, spec(t)))
+			changed := spec(t)
+			delete(changed.Properties, "b")
+			new.Spec.Versions = append(new.Spec.Versions, versionWith("v1beta1", false, false, changed))
+		}, nil},
 		{"cross-version issue new in the upgrade (conversion None)", func(t *testing.T, old, new *apiextensionsv1.CustomResourceDefinition) {
 			old.Spec.Versions = append(old.Spec.Versions, versionWith("v2", true, false, spec(t)))
 			narrowed := schemaFromYAML(t, "{type: object, properties: {a: {type: string, enum: [x]}, b: {type: string}}}")
@@ -183,5 +191,87 @@ spec:
 	want := []string{`v1 .spec.operator: enum: values removed: ["="]`}
 	if got := findingLines(Check(old, dropped)); !reflect.DeepEqual(got, want) {
 		t.Errorf("bare = removed: findings %q, want %q", got, want)
+	}
+}
+
+// TestCrossVersionRatchetingPerRule: with conversion None, served versions v1 and v2 of the same
+// CRD exchange objects unchanged. Each case gives the .spec schema of v2 in the old and in the new
+// CRD (v1 stays `base`) and the findings charged to the upgrade.
+func TestCrossVersionRatchetingPerRule(t *testing.T) {
+	const base = `{type: object, properties: {
+		e: {type: string, enum: [a, b, c, d]}, f: {type: string},
+		num: {type: integer, minimum: 0, maximum: 100}, s: {type: string, maxLength: 50},
+		g: {type: string}, r: {type: object, properties: {x: {type: string}, z: {type: string}, w: {type: string}}}}}`
+	with := func(over string) string {
+		return `{type: object, properties: {` + over + `,
+		g: {type: string}, r: {type: object, properties: {x: {type: string}, z: {type: string}, w: {type: string}}}}}`
+	}
+	rest := `e: {type: string, enum: [a, b, c, d]}, f: {type: string}, num: {type: integer, minimum: 0, maximum: 100}, s: {type: string, maxLength: 50}`
+	cases := []struct {
+		name         string
+		oldV2, newV2 string
+		want         []string
+	}{
+		{"enum: values already missing are not charged, new ones are",
+			with(`e: {type: string, enum: [a, b]}, f: {type: string}, num: {type: integer, minimum: 0, maximum: 100}, s: {type: string, maxLength: 50}`),
+			with(`e: {type: string, enum: [a]}, f: {type: string}, num: {type: integer, minimum: 0, maximum: 100}, s: {type: string, maxLength: 50}`),
+			[]string{`v1->v2 .spec.e: enum: values removed: ["b"]`, `v2 .spec.e: enum: values removed: ["b"]`}},
+		// z, new in v2, is itself a new issue: v1 refuses objects written through v2 with it.
+		{"enum: same values missing is not charged",
+			with(`e: {type: string, enum: [a, b]}, f: {type: string}, num: {type: integer, minimum: 0, maximum: 100}, s: {type: string, maxLength: 50}`),
+			with(`e: {type: string, enum: [b, a, z]}, f: {type: string}, num: {type: integer, minimum: 0, maximum: 100}, s: {type: string, maxLength: 50}`),
+			[]string{`v2->v1 .spec.e: enum: values removed: ["z"]`}},
+		{"enum constraint added: allowing more than before is not charged",
+			with(`e: {type: string, enum: [a, b, c, d]}, f: {type: string, enum: [p]}, num: {type: integer, minimum: 0, maximum: 100}, s: {type: string, maxLength: 50}`),
+			with(`e: {type: string, enum: [a, b, c, d]}, f: {type: string, enum: [p, q]}, num: {type: integer, minimum: 0, maximum: 100}, s: {type: string, maxLength: 50}`),
+			nil},
+		{"enum constraint added: allowing other values is charged",
+			with(`e: {type: string, enum: [a, b, c, d]}, f: {type: string, enum: [p]}, num: {type: integer, minimum: 0, maximum: 100}, s: {type: string, maxLength: 50}`),
+			with(`e: {type: string, enum: [a, b, c, d]}, f: {type: string, enum: [q]}, num: {type: integer, minimum: 0, maximum: 100}, s: {type: string, maxLength: 50}`),
+			[]string{`v1->v2 .spec.f: enum: enum constraint added: ["q"]`, `v2 .spec.f: enum: values removed: ["p"]`}},
+		{"maximum: looser than the old gap is not charged",
+			with(`e: {type: string, enum: [a, b, c, d]}, f: {type: string}, num: {type: integer, minimum: 0, maximum: 10}, s: {type: string, maxLength: 50}`),
+			with(`e: {type: string, enum: [a, b, c, d]}, f: {type: string}, num: {type: integer, minimum: 0, maximum: 20}, s: {type: string, maxLength: 50}`),
+			nil},
+		{"maximum: tighter than the old gap is charged",
+			with(`e: {type: string, enum: [a, b, c, d]}, f: {type: string}, num: {type: integer, minimum: 0, maximum: 10}, s: {type: string, maxLength: 50}`),
+			with(`e: {type: string, enum: [a, b, c, d]}, f: {type: string}, num: {type: integer, minimum: 0, maximum: 5}, s: {type: string, maxLength: 50}`),
+			[]string{`v1->v2 .spec.num: maximum: lowered 100 -> 5`, `v2 .spec.num: maximum: lowered 10 -> 5`}},
+		{"minimum and maxLength: the same gap is not charged",
+			with(`e: {type: string, enum: [a, b, c, d]}, f: {type: string}, num: {type: integer, minimum: 5, maximum: 100}, s: {type: string, maxLength: 8}`),
+			with(`e: {type: string, enum: [a, b, c, d]}, f: {type: string}, num: {type: integer, minimum: 5, maximum: 100}, s: {type: string, maxLength: 8}`),
+			nil},
+		{"maxLength: a tighter gap is charged",
+			with(`e: {type: string, enum: [a, b, c, d]}, f: {type: string}, num: {type: integer, minimum: 0, maximum: 100}, s: {type: string, maxLength: 8}`),
+			with(`e: {type: string, enum: [a, b, c, d]}, f: {type: string}, num: {type: integer, minimum: 0, maximum: 100}, s: {type: string, maxLength: 4}`),
+			[]string{`v1->v2 .spec.s: maxLength: lowered 50 -> 4`, `v2 .spec.s: maxLength: lowered 8 -> 4`}},
+		{"required: fields already required are not charged, new ones are",
+			`{type: object, properties: {` + rest + `, g: {type: string}, r: {type: object, required: [x], properties: {x: {type: string}, z: {type: string}, w: {type: string}}}}}`,
+			`{type: object, properties: {` + rest + `, g: {type: string}, r: {type: object, required: [x, z], properties: {x: {type: string}, z: {type: string}, w: {type: string}}}}}`,
+			[]string{`v1->v2 .spec.r: required: newly required: ["z"]`, `v2 .spec.r: required: newly required: ["z"]`}},
+		// v2 lacked r.w and had g as an integer before and after: only r.z is new.
+		{"field removal and type change: the same issue is not charged, another is",
+			`{type: object, properties: {` + rest + `, g: {type: integer}, r: {type: object, properties: {x: {type: string}, z: {type: string}}}}}`,
+			`{type: object, properties: {` + rest + `, g: {type: integer}, r: {type: object, properties: {x: {type: string}}}}}`,
+			[]string{
+				`v1->v2 .spec.r.z: existingFieldRemoval: property removed`,
+				`v2 .spec.r.z: existingFieldRemoval: property removed`,
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			crd := func(v2 string) *apiextensionsv1.CustomResourceDefinition {
+				c := testCRD(schemaFromYAML(t, base))
+				c.Spec.Versions = append(c.Spec.Versions, versionWith("v2", true, false, schemaFromYAML(t, v2)))
+				return c
+			}
+			got := findingLines(Check(crd(tc.oldV2), crd(tc.newV2)))
+			if len(got) == 0 {
+				got = nil
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("findings:\n got  %q\n want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -16,9 +16,9 @@
 //     in the new spec.versions (objects stored in that version could no longer be read).
 //
 // Per version: every version that the old CRD serves is compared with the version of the same
-// name in the new CRD, property by property (a version the new CRD drops is only a finding when
-// it is a stored version, see above; versions the old CRD does not serve validate nothing and are
-// not compared). Per property path:
+// name in the new CRD, property by property. A version the new CRD drops is only a finding when
+// it is a stored version (see above); a version that either CRD does not serve validates and
+// prunes nothing through the API and is not compared. Per property path:
 //   - existingFieldRemoval: a property (or the items / additionalProperties schema) of the old
 //     schema is missing from the new one; its subtree is not compared further.
 //   - type: the type changed; integer -> number is a widening that keeps every stored value valid
@@ -55,8 +55,11 @@
 //   - Per-version property rules compare the old CRD with the new one, so each finding is a change
 //     made by the upgrade by construction.
 //   - Cross-version findings of the new CRD are computed for the old CRD as well (when it also
-//     converts with strategy None); a finding with the same version pair, path, rule and detail
-//     in the old CRD is not reported again. Any different or additional issue is reported.
+//     converts with strategy None), and for the same version pair and path, what the old CRD
+//     already refused is subtracted rule by rule: enum values removed and newly required fields
+//     value by value; an added enum when the old one allowed no more values; a tighter
+//     maximum*/minimum* when it refuses no value the old pair did not already refuse; any other
+//     rule when the old CRD had the same finding (same detail). Whatever is left is reported.
 //   - storedVersionRemoval: a stored version already missing from the old CRD's spec.versions is
 //     not charged (the old CRD already could not serve it).
 //   - scope: only a change between the two CRDs is reported.
@@ -190,28 +193,25 @@ func Check(old, new *apiextensionsv1.CustomResourceDefinition) []Finding {
 			continue
 		}
 		nv, ok := newVersions[ov.Name]
-		if !ok {
+		if !ok || !nv.Served {
 			continue
 		}
 		c.version = ov.Name
 		c.compare(".", schemaOf(ov), schemaOf(*nv))
 	}
-	baseline := map[Finding]bool{}
-	for _, f := range crossVersionFindings(old) {
-		baseline[f] = true
+	c.issues = append(c.issues, ratchet(crossVersionIssues(new), crossVersionIssues(old))...)
+	findings := make([]Finding, len(c.issues))
+	for i, is := range c.issues {
+		findings[i] = is.Finding
+		findings[i].CRD = new.Name
 	}
-	for _, f := range crossVersionFindings(new) {
-		if !baseline[f] {
-			c.findings = append(c.findings, f)
-		}
-	}
-	sortFindings(c.findings)
-	return c.findings
+	sortFindings(findings)
+	return findings
 }
 
-// crossVersionFindings compares every ordered pair of served versions of crd when its
+// crossVersionIssues compares every ordered pair of served versions of crd when its
 // conversion strategy is None (or unset), as objects then pass between versions unchanged.
-func crossVersionFindings(crd *apiextensionsv1.CustomResourceDefinition) []Finding {
+func crossVersionIssues(crd *apiextensionsv1.CustomResourceDefinition) []issue {
 	if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy != "" && crd.Spec.Conversion.Strategy != apiextensionsv1.NoneConverter {
 		return nil
 	}
@@ -231,7 +231,7 @@ func crossVersionFindings(crd *apiextensionsv1.CustomResourceDefinition) []Findi
 			c.compare(".", schemaOf(a), schemaOf(b))
 		}
 	}
-	return c.findings
+	return c.issues
 }
 
 func versionsByName(crd *apiextensionsv1.CustomResourceDefinition) map[string]*apiextensionsv1.CustomResourceDefinitionVersion {

@@ -19,19 +19,45 @@ const maxListedValues = 10
 // maxDetailValueBytes bounds how long a JSON value quoted in a detail may be.
 const maxDetailValueBytes = 120
 
-// checker collects the findings of one comparison.
+// checker collects the issues of one comparison.
 type checker struct {
-	crd      string
-	version  string
-	findings []Finding
+	crd     string
+	version string
+	issues  []issue
 }
 
 func (c *checker) add(version, path, rule, detail string) {
-	c.findings = append(c.findings, Finding{CRD: c.crd, Version: version, Path: path, Rule: rule, Detail: detail})
+	c.issues = append(c.issues, issue{Finding: Finding{CRD: c.crd, Version: version, Path: path, Rule: rule, Detail: detail}})
 }
 
 func (c *checker) report(path, rule, detail string) {
 	c.add(c.version, path, rule, detail)
+}
+
+// reportSet reports a finding whose detail is prefix followed by the list of values.
+func (c *checker) reportSet(path, rule, prefix string, values []string) {
+	c.issues = append(c.issues, issue{
+		Finding:   Finding{CRD: c.crd, Version: c.version, Path: path, Rule: rule, Detail: prefix + listValues(values)},
+		setPrefix: prefix,
+		values:    values,
+	})
+}
+
+// reportBound reports a bound made tighter: from is the old bound (nil: none), to the new one.
+func (c *checker) reportBound(path, rule string, upper bool, from, to *bound) {
+	var detail string
+	switch {
+	case from == nil:
+		detail = "added " + to.String()
+	case upper:
+		detail = "lowered " + from.String() + " -> " + to.String()
+	default:
+		detail = "raised " + from.String() + " -> " + to.String()
+	}
+	c.issues = append(c.issues, issue{
+		Finding: Finding{CRD: c.crd, Version: c.version, Path: path, Rule: rule, Detail: detail},
+		bounds:  &boundChange{upper: upper, from: from, to: to},
+	})
 }
 
 // compare compares the schema node old with new at path and then their children.
@@ -130,7 +156,7 @@ func (c *checker) compareEnum(path string, old, new *apiextensionsv1.JSONSchemaP
 		newValues[canonicalJSON(v.Raw)] = true
 	}
 	if len(old.Enum) == 0 {
-		c.report(path, RuleEnum, "enum constraint added: "+listValues(sortedKeys(newValues)))
+		c.reportSet(path, RuleEnum, prefixEnumAdded, sortedKeys(newValues))
 		return
 	}
 	var removed []string
@@ -144,7 +170,7 @@ func (c *checker) compareEnum(path string, old, new *apiextensionsv1.JSONSchemaP
 	}
 	if len(removed) > 0 {
 		sort.Strings(removed)
-		c.report(path, RuleEnum, "values removed: "+listValues(removed))
+		c.reportSet(path, RuleEnum, prefixEnumRemoved, removed)
 	}
 }
 
@@ -182,48 +208,28 @@ func (c *checker) compareBound(path, rule string, old *float64, oldExcl bool, ne
 	if new == nil {
 		return
 	}
-	if old == nil {
-		c.report(path, rule, "added "+formatBound(*new, newExcl))
-		return
+	to := &bound{value: *new, exclusive: newExcl}
+	var from *bound
+	if old != nil {
+		from = &bound{value: *old, exclusive: oldExcl}
 	}
-	tighter := *new < *old
-	if !upper {
-		tighter = *new > *old
+	if !looser(to, from, upper) {
+		c.reportBound(path, rule, upper, from, to)
 	}
-	if tighter || (*new == *old && newExcl && !oldExcl) {
-		verb := "lowered"
-		if !upper {
-			verb = "raised"
-		}
-		c.report(path, rule, fmt.Sprintf("%s %s -> %s", verb, formatBound(*old, oldExcl), formatBound(*new, newExcl)))
-	}
-}
-
-func formatBound(v float64, exclusive bool) string {
-	s := strconv.FormatFloat(v, 'g', -1, 64)
-	if exclusive {
-		s += " (exclusive)"
-	}
-	return s
 }
 
 // compareCount handles maxLength/maxItems/maxProperties (upper) and their min counterparts.
 func (c *checker) compareCount(path, rule string, old, new *int64, upper bool) {
-	if new == nil {
-		return
+	if new == nil || (!upper && old == nil && *new == 0) {
+		return // no bound, or a lower bound of 0 that accepts every string, list and map
 	}
-	if old == nil {
-		if !upper && *new == 0 {
-			return // a lower bound of 0 accepts every string, list and map
-		}
-		c.report(path, rule, fmt.Sprintf("added %d", *new))
-		return
+	to := &bound{value: float64(*new), integer: true}
+	var from *bound
+	if old != nil {
+		from = &bound{value: float64(*old), integer: true}
 	}
-	switch {
-	case upper && *new < *old:
-		c.report(path, rule, fmt.Sprintf("lowered %d -> %d", *old, *new))
-	case !upper && *new > *old:
-		c.report(path, rule, fmt.Sprintf("raised %d -> %d", *old, *new))
+	if !looser(to, from, upper) {
+		c.reportBound(path, rule, upper, from, to)
 	}
 }
 
@@ -244,7 +250,7 @@ func (c *checker) compareRequired(path string, old, new *apiextensionsv1.JSONSch
 		for i, n := range names {
 			quoted[i] = quote(n)
 		}
-		c.report(path, RuleRequired, "newly required: "+listValues(quoted))
+		c.reportSet(path, RuleRequired, prefixRequired, quoted)
 	}
 }
 
@@ -457,12 +463,9 @@ func shortJSON(s string) string {
 }
 
 func listValues(values []string) string {
-	shown := values
-	if len(shown) > maxListedValues {
-		shown = shown[:maxListedValues]
-	}
-	for i := range shown {
-		shown[i] = shortJSON(shown[i])
+	shown := make([]string, 0, min(len(values), maxListedValues))
+	for _, v := range values[:min(len(values), maxListedValues)] {
+		shown = append(shown, shortJSON(v))
 	}
 	s := "[" + strings.Join(shown, ", ") + "]"
 	if len(values) > len(shown) {
