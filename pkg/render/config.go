@@ -66,7 +66,9 @@ func supportedModes(csv *v1alpha1.ClusterServiceVersion) map[v1alpha1.InstallMod
 //     it must equal installNamespace when only OwnNamespace is supported and must differ
 //     from it when only SingleNamespace is;
 //   - deploymentConfig is an object with the keys env, envFrom, resources, nodeSelector,
-//     tolerations, volumes, volumeMounts, affinity, annotations;
+//     tolerations, volumes, volumeMounts, affinity, annotations (nodeSelector and
+//     annotations map strings to strings; the other values are checked when decoded into
+//     the Kubernetes types);
 //   - any other key is rejected.
 func ConfigSchema(csv *v1alpha1.ClusterServiceVersion, installNamespace string) map[string]any {
 	modes := supportedModes(csv)
@@ -75,6 +77,9 @@ func ConfigSchema(csv *v1alpha1.ClusterServiceVersion, installNamespace string) 
 	dcProps := map[string]any{}
 	for k, t := range deploymentConfigKeys {
 		dcProps[k] = map[string]any{"type": t}
+	}
+	for _, k := range []string{"annotations", "nodeSelector"} {
+		dcProps[k] = map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
 	}
 	props := map[string]any{
 		"deploymentConfig": map[string]any{
