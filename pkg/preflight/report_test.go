@@ -85,3 +85,21 @@ func TestReportLimitEdges(t *testing.T) {
 		t.Errorf("limit 5: %q is longer", got)
 	}
 }
+
+func TestTruncateKeepsRunes(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdef", 3, "abc..."},
+		{"aé", 2, "a..."}, // é is two bytes: never cut inside it
+		{"ééé", 4, "éé..."},
+	}
+	for _, tc := range cases {
+		if got := truncate(tc.in, tc.n); got != tc.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -18,6 +19,9 @@ const maxListedValues = 10
 
 // maxDetailValueBytes bounds how long a JSON value quoted in a detail may be.
 const maxDetailValueBytes = 120
+
+// maxUnhandledDetailBytes bounds the detail of an unhandled finding, which lists every change.
+const maxUnhandledDetailBytes = 1024
 
 // checker collects the issues of one comparison.
 type checker struct {
@@ -335,7 +339,7 @@ func (c *checker) compareUnhandled(path string, old, new *apiextensionsv1.JSONSc
 	}
 	changes = append(changes, unsafeValidationChanges(old, new)...)
 	if len(changes) > 0 {
-		c.report(path, RuleUnhandled, strings.Join(changes, "; "))
+		c.report(path, RuleUnhandled, truncate(strings.Join(changes, "; "), maxUnhandledDetailBytes))
 	}
 }
 
@@ -456,10 +460,18 @@ func canonicalJSON(raw []byte) string {
 }
 
 func shortJSON(s string) string {
-	if len(s) > maxDetailValueBytes {
-		return s[:maxDetailValueBytes] + "..."
+	return truncate(s, maxDetailValueBytes)
+}
+
+// truncate cuts s to at most n bytes, at a rune boundary, and marks the cut with "...".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 func listValues(values []string) string {
