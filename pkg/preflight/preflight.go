@@ -53,7 +53,10 @@
 //
 // Issues that already existed in the old CRD are not charged to the upgrade:
 //   - Per-version property rules compare the old CRD with the new one, so each finding is a change
-//     made by the upgrade by construction.
+//     made by the upgrade by construction, and each rule only charges what the old version still
+//     accepted: enum values the old version already refused, fields it already lacked, bounds at
+//     least as tight as before, fields already required, an unchanged pattern or default are not
+//     findings.
 //   - Cross-version findings of the new CRD are computed for the old CRD as well (when it also
 //     converts with strategy None), and for the same version pair and path, what the old CRD
 //     already refused is subtracted rule by rule: enum values removed and newly required fields
@@ -63,6 +66,19 @@
 //   - storedVersionRemoval: a stored version already missing from the old CRD's spec.versions is
 //     not charged (the old CRD already could not serve it).
 //   - scope: only a change between the two CRDs is reported.
+//
+// Kubernetes' own CRD validation ratcheting (KEP-4008) lets an update keep a stored value that a
+// tightened schema refuses as long as the update leaves it unchanged. It does not make that value
+// valid (clients and any change to it still hit the new constraint), so tightened constraints
+// remain findings here.
+//
+// # Differences from upstream OLM v1
+//
+// Upstream (operator-controller's crdupgradesafety preflight, built on kubernetes-sigs/crdify)
+// also refuses: integer -> number; added CEL rules of any kind; a removed pattern; schema
+// changes in versions that are not served. This package allows those (reasons above). It
+// reports a removed field once (not also as a type change to ""), compares cross-version pairs
+// in both directions, and names paths ".spec.a[*].b" rather than "^.spec.a[*].b".
 package preflight
 
 import (
