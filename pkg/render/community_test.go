@@ -29,6 +29,7 @@ func TestCommunityBundles(t *testing.T) {
 		config  string
 		wantErr string // "" means the bundle renders
 		why     string
+		check   func(t *testing.T, objs []unstructured.Unstructured)
 	}{
 		{dir: "cert-manager-1.16.5", why: "AllNamespaces only; validating and mutating webhooks get our certificate"},
 		{dir: "cluster-aas-operator-0.1.5", wantErr: `manifests/argo_cd_cluster_role.yaml: ClusterRole "claas-argocd-cluster-role" has no apiVersion`,
@@ -42,7 +43,18 @@ func TestCommunityBundles(t *testing.T) {
 		{dir: "opentelemetry-operator-0.158.0", why: "conversion webhook wired into its CRD; the bundle's own webhook Service is replaced by the generated one"},
 		{dir: "opentelemetry-operator-0.158.0", config: "watchNamespace: team-a", wantErr: `unknown field "watchNamespace"`, why: "AllNamespaces only"},
 		{dir: "pelorus-operator-0.0.9", config: "watchNamespace: team-a", why: "metadata/properties.yaml present (holding a dependencies list, which is ignored)"},
-		{dir: "prometheus-0.56.3", config: "watchNamespace: " + ns, why: "CRD enum with a bare '=' must survive as the string \"=\""},
+		{dir: "prometheus-0.56.3", config: "watchNamespace: " + ns, why: "CRD enum with a bare '=' must survive as the string \"=\"",
+			check: func(t *testing.T, objs []unstructured.Unstructured) {
+				for i := range objs {
+					if objs[i].GetName() == "alertmanagerconfigs.monitoring.coreos.com" {
+						if js := toJSON(objs[i].Object); !strings.Contains(js, `"enum":["!=","=","=~","!~"]`) {
+							t.Errorf("matchType enum lost its \"=\"")
+						}
+						return
+					}
+				}
+				t.Errorf("CRD alertmanagerconfigs.monitoring.coreos.com not rendered")
+			}},
 		{dir: "strimzi-kafka-operator-1.2.0", why: "all four install modes; MultiNamespace is not offered"},
 		{dir: "strimzi-kafka-operator-1.2.0", config: "watchNamespace: team-a", why: "SingleNamespace"},
 	}
@@ -71,6 +83,9 @@ func TestCommunityBundles(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkInvariants(t, b, objs, ns)
+			if tc.check != nil {
+				tc.check(t, objs)
+			}
 			again, err := render.RenderFS(fsys, opts)
 			if err != nil || !reflect.DeepEqual(objs, again) {
 				t.Errorf("second render differs (err %v): output must be deterministic", err)
@@ -158,4 +173,76 @@ func nestedInt(obj map[string]any, path ...string) (int64, bool, error) {
 		return int64(v), true, nil
 	}
 	return 0, false, nil
+}
+
+const e2eDir = "../../../shared/testdata/bundles/operator-controller-e2e"
+
+// TestE2EBundles renders operator-controller's former e2e test bundles: install-mode
+// fixtures, a ~1 MB CRD, properties.yaml and a webhook operator.
+func TestE2EBundles(t *testing.T) {
+	if _, err := os.Stat(e2eDir); err != nil {
+		t.Skipf("shared test data %s not present: %v", e2eDir, err)
+	}
+	const ns = "e2e"
+	cases := []struct {
+		dir, config, wantErr string
+		check                func(t *testing.T, objs []unstructured.Unstructured)
+	}{
+		{dir: "large-crd-operator/v1.0.0", check: func(t *testing.T, objs []unstructured.Unstructured) {
+			crd := find(objs, "CustomResourceDefinition", "")
+			if n := len(toJSON(crd.Object)); n < 500_000 {
+				t.Errorf("large CRD rendered to %d bytes", n)
+			}
+			if n := len(toJSON(crd.GetAnnotations())); n > 1024 {
+				t.Errorf("large CRD got %d bytes of annotations (no last-applied-configuration: it would exceed the 256 KiB annotation limit)", n)
+			}
+		}},
+		{dir: "own-namespace-operator/v1.0.0", wantErr: `required field "watchNamespace" is missing`},
+		{dir: "own-namespace-operator/v1.0.0", config: "watchNamespace: " + ns},
+		{dir: "single-namespace-operator/v1.0.0", config: "watchNamespace: " + ns, wantErr: `must not be the install namespace "e2e"`},
+		{dir: "single-namespace-operator/v1.0.0", config: "watchNamespace: other"},
+		{dir: "test-operator/v1.0.0"},
+		{dir: "test-operator/v1.0.2"},
+		{dir: "test-operator/v1.0.3", check: func(t *testing.T, objs []unstructured.Unstructured) {
+			// The invalid ConfigMap is passed through: the cluster, not the renderer, rejects it.
+			if cm := find(objs, "ConfigMap", "wrong-test-configmap"); cm == nil || cm.Object["wrongfield"] == nil {
+				t.Errorf("ConfigMap with the wrong field not passed through: %v", cm)
+			}
+		}},
+		{dir: "test-operator/v1.2.0", check: func(t *testing.T, objs []unstructured.Unstructured) {
+			d := find(objs, "Deployment", "")
+			ann, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "annotations")
+			if !strings.Contains(ann["olm.properties"], `{"type":"olm.test-property","value":"some-value"}`) {
+				t.Errorf("properties.yaml not merged into olm.properties: %q", ann["olm.properties"])
+			}
+		}},
+		{dir: "webhook-operator/v0.0.1"},
+	}
+	ca, err := certs.NewCA("test CA", 24*time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.dir+"/"+tc.config, func(t *testing.T) {
+			fsys := os.DirFS(filepath.Join(e2eDir, tc.dir))
+			objs, err := render.RenderFS(fsys, render.Options{InstallNamespace: ns, Config: []byte(tc.config), CertProvider: certs.NewProvider(ca)})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("want error containing %q, got %v", tc.wantErr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := render.Load(fsys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, b, objs, ns)
+			if tc.check != nil {
+				tc.check(t, objs)
+			}
+		})
+	}
 }
