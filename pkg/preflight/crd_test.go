@@ -62,6 +62,9 @@ func TestCRDRules(t *testing.T) {
 			delete(changed.Properties, "b")
 			new.Spec.Versions = append(new.Spec.Versions, versionWith("v1beta1", false, false, changed))
 		}, nil},
+		{"a new version without a schema is judged as an empty schema", func(t *testing.T, old, new *apiextensionsv1.CustomResourceDefinition) {
+			new.Spec.Versions[0].Schema = nil
+		}, []string{`v1 .: type: changed "object" -> ""`}},
 		{"cross-version issue new in the upgrade (conversion None)", func(t *testing.T, old, new *apiextensionsv1.CustomResourceDefinition) {
 			old.Spec.Versions = append(old.Spec.Versions, versionWith("v2", true, false, spec(t)))
 			narrowed := schemaFromYAML(t, "{type: object, properties: {a: {type: string, enum: [x]}, b: {type: string}}}")
