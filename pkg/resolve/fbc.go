@@ -83,25 +83,58 @@ type blobHead struct {
 	Package string `json:"package"`
 }
 
-type packageBlob struct {
-	DefaultChannel string `json:"defaultChannel"`
+// blobFields are the top-level members of a blob that resolution reads; the
+// raw ones are decoded according to the schema.
+type blobFields struct {
+	blobHead
+	defaultChannel string
+	image          string
+	entries        []byte // olm.channel and olm.deprecations
+	properties     []byte // olm.bundle
+	// problem describes a member other than schema/name/package that does
+	// not have its documented type.
+	problem string
 }
 
-type channelBlob struct {
-	Entries []struct {
-		Name      string   `json:"name"`
-		Replaces  string   `json:"replaces"`
-		Skips     []string `json:"skips"`
-		SkipRange string   `json:"skipRange"`
-	} `json:"entries"`
+// readBlob walks the blob's top-level members (see jsonwalk.go).
+func readBlob(raw []byte) (blobFields, error) {
+	var f blobFields
+	err := objectMembers(raw, func(key, value []byte) error {
+		var err error
+		switch memberKey(key) {
+		case "schema":
+			f.Schema, err = jsonString(value)
+		case "name":
+			f.Name, err = jsonString(value)
+		case "package":
+			f.Package, err = jsonString(value)
+		case "defaultChannel", "image":
+			v, verr := jsonString(value)
+			if verr != nil {
+				f.problem = fmt.Sprintf("member %q: %v", key, verr)
+			} else if memberKey(key) == "image" {
+				f.image = v
+			} else {
+				f.defaultChannel = v
+			}
+		case "entries":
+			f.entries = value
+		case "properties":
+			f.properties = value
+		}
+		if err != nil {
+			return fmt.Errorf("member %q: %w", key, err)
+		}
+		return nil
+	})
+	return f, err
 }
 
-type bundleJSON struct {
-	Image      string `json:"image"`
-	Properties []struct {
-		Type  string          `json:"type"`
-		Value json.RawMessage `json:"value"`
-	} `json:"properties"`
+type channelEntries []struct {
+	Name      string   `json:"name"`
+	Replaces  string   `json:"replaces"`
+	Skips     []string `json:"skips"`
+	SkipRange string   `json:"skipRange"`
 }
 
 type packageProperty struct {
@@ -110,14 +143,12 @@ type packageProperty struct {
 	Release     string `json:"release"`
 }
 
-type deprecationsBlob struct {
-	Entries []struct {
-		Reference struct {
-			Schema string `json:"schema"`
-			Name   string `json:"name"`
-		} `json:"reference"`
-		Message string `json:"message"`
-	} `json:"entries"`
+type deprecationEntries []struct {
+	Reference struct {
+		Schema string `json:"schema"`
+		Name   string `json:"name"`
+	} `json:"reference"`
+	Message string `json:"message"`
 }
 
 // decodePackage decodes the blobs of package pkg of catalog cat. Blobs of
@@ -137,37 +168,38 @@ func decodePackage(cat, pkg string, blobs []json.RawMessage) (*packageData, erro
 	}
 	var chBlobs []*channel
 	for i, raw := range blobs {
-		var h blobHead
-		if err := json.Unmarshal(raw, &h); err != nil {
+		f, err := readBlob(raw)
+		if err != nil {
 			return nil, fmt.Errorf("catalog %s: package %s: blob %d: %w", cat, pkg, i, err)
 		}
-		switch h.Schema {
+		switch f.Schema {
 		case schemaPackage:
-			if h.Name != pkg {
+			if f.Name != pkg {
 				continue
 			}
-			var b packageBlob
-			if err := json.Unmarshal(raw, &b); err != nil {
-				warnf("olm.package blob ignored: %v", err)
+			if f.problem != "" {
+				warnf("olm.package blob ignored: %s", f.problem)
 				continue
 			}
-			p.defaultChannel = b.DefaultChannel
+			p.defaultChannel = f.defaultChannel
 		case schemaChannel:
-			if h.Package != pkg {
+			if f.Package != pkg {
 				continue
 			}
-			var b channelBlob
-			if err := json.Unmarshal(raw, &b); err != nil {
-				warnf("olm.channel %s ignored: %v", h.Name, err)
-				continue
+			var entries channelEntries
+			if f.entries != nil {
+				if err := json.Unmarshal(f.entries, &entries); err != nil {
+					warnf("olm.channel %s ignored: %v", f.Name, err)
+					continue
+				}
 			}
-			ch := &channel{name: h.Name}
-			for _, e := range b.Entries {
+			ch := &channel{name: f.Name}
+			for _, e := range entries {
 				en := &entry{bundle: e.Name, replaces: e.Replaces, skips: e.Skips}
 				if e.SkipRange != "" {
 					c, err := parseSkipRange(e.SkipRange)
 					if err != nil {
-						warnf("channel %s: entry %s: skipRange %q ignored: %v", h.Name, e.Name, e.SkipRange, err)
+						warnf("channel %s: entry %s: skipRange %q ignored: %v", f.Name, e.Name, e.SkipRange, err)
 					} else {
 						en.skipRange = c
 					}
@@ -176,14 +208,19 @@ func decodePackage(cat, pkg string, blobs []json.RawMessage) (*packageData, erro
 			}
 			chBlobs = append(chBlobs, ch)
 		case schemaBundle:
-			if h.Package != pkg {
+			if f.Package != pkg {
 				continue
 			}
-			b, problem := decodeBundle(h.Name, raw)
+			if f.problem != "" {
+				warnf("bundle %s ignored: %s", f.Name, f.problem)
+				continue
+			}
+			b, problem := decodeBundle(f.Name, f.image, f.properties)
 			if problem != "" {
-				warnf("bundle %s ignored: %s", h.Name, problem)
+				warnf("bundle %s ignored: %s", f.Name, problem)
 				continue
 			}
+			b.blob = raw
 			if _, dup := p.byName[b.name]; dup {
 				warnf("bundle %s appears more than once; the first blob is used", b.name)
 				continue
@@ -191,15 +228,17 @@ func decodePackage(cat, pkg string, blobs []json.RawMessage) (*packageData, erro
 			p.bundles = append(p.bundles, b)
 			p.byName[b.name] = b
 		case schemaDeprecations:
-			if h.Package != pkg {
+			if f.Package != pkg {
 				continue
 			}
-			var b deprecationsBlob
-			if err := json.Unmarshal(raw, &b); err != nil {
-				warnf("olm.deprecations blob ignored: %v", err)
-				continue
+			var entries deprecationEntries
+			if f.entries != nil {
+				if err := json.Unmarshal(f.entries, &entries); err != nil {
+					warnf("olm.deprecations blob ignored: %v", err)
+					continue
+				}
 			}
-			p.addDeprecations(b)
+			p.addDeprecations(entries)
 		}
 	}
 	for _, ch := range chBlobs {
@@ -224,14 +263,14 @@ func decodePackage(cat, pkg string, blobs []json.RawMessage) (*packageData, erro
 	return p, nil
 }
 
-func (p *packageData) addDeprecations(b deprecationsBlob) {
+func (p *packageData) addDeprecations(entries deprecationEntries) {
 	d := &p.depr
 	d.present = true
 	if d.channels == nil {
 		d.channels = map[string]string{}
 		d.bundles = map[string]string{}
 	}
-	for _, e := range b.Entries {
+	for _, e := range entries {
 		msg := e.Message
 		switch e.Reference.Schema {
 		case schemaPackage:
@@ -253,32 +292,46 @@ func (p *packageData) addDeprecations(b deprecationsBlob) {
 	}
 }
 
-// decodeBundle reads the properties resolution needs. problem is non-empty
-// when the bundle cannot take part in resolution: the blob does not have the
-// olm.bundle shape, the olm.package property is missing or its version is not
-// semver, or an olm.gvk / olm.gvk.required / olm.package.required value does
-// not have its documented shape (seed 001).
-func decodeBundle(name string, raw json.RawMessage) (b *bundle, problem string) {
-	var bb bundleJSON
-	if err := json.Unmarshal(raw, &bb); err != nil {
-		return nil, err.Error()
-	}
-	b = &bundle{name: name, image: bb.Image, blob: raw}
+// decodeBundle reads the properties resolution needs from the raw
+// "properties" array, decoding only olm.package, olm.gvk, olm.gvk.required and
+// olm.package.required values. problem is non-empty when the bundle cannot
+// take part in resolution: the olm.package property is missing or its
+// version is not semver, or a property does not have its documented shape
+// (seed 001).
+func decodeBundle(name, image string, properties []byte) (b *bundle, problem string) {
+	b = &bundle{name: name, image: image}
 	havePkg := false
-	for _, prop := range bb.Properties {
-		switch prop.Type {
+	err := arrayElements(properties, func(elem []byte) error {
+		var typ string
+		var value []byte
+		if err := objectMembers(elem, func(key, v []byte) error {
+			switch memberKey(key) {
+			case "type":
+				s, err := jsonString(v)
+				if err != nil {
+					return fmt.Errorf("property type: %w", err)
+				}
+				typ = s
+			case "value":
+				value = v
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		switch typ {
 		case propPackage:
 			if havePkg {
-				continue
+				return nil
 			}
 			havePkg = true
 			var v packageProperty
-			if err := json.Unmarshal(prop.Value, &v); err != nil {
-				return nil, fmt.Sprintf("olm.package property: %v", err)
+			if err := json.Unmarshal(value, &v); err != nil {
+				return fmt.Errorf("olm.package property: %w", err)
 			}
 			ver, err := semver.NewVersion(v.Version)
 			if err != nil {
-				return nil, fmt.Sprintf("olm.package version %q: %v", v.Version, err)
+				return fmt.Errorf("olm.package version %q: %w", v.Version, err)
 			}
 			b.version, b.rawVer = ver, v.Version
 			b.release = v.Release
@@ -287,21 +340,25 @@ func decodeBundle(name string, raw json.RawMessage) (b *bundle, problem string) 
 			}
 		case propGVK, propGVKRequired:
 			var g GVK
-			if err := json.Unmarshal(prop.Value, &g); err != nil {
-				return nil, fmt.Sprintf("%s property: %v", prop.Type, err)
+			if err := json.Unmarshal(value, &g); err != nil {
+				return fmt.Errorf("%s property: %w", typ, err)
 			}
-			if prop.Type == propGVK {
+			if typ == propGVK {
 				b.provides = append(b.provides, g)
 			} else {
 				b.requiresGVK = append(b.requiresGVK, g)
 			}
 		case propPackageRequired:
 			var r packageRequirement
-			if err := json.Unmarshal(prop.Value, &r); err != nil {
-				return nil, fmt.Sprintf("%s property: %v", prop.Type, err)
+			if err := json.Unmarshal(value, &r); err != nil {
+				return fmt.Errorf("%s property: %w", typ, err)
 			}
 			b.requiresPkg = append(b.requiresPkg, r)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err.Error()
 	}
 	if !havePkg {
 		return nil, "no olm.package property"

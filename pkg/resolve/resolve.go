@@ -180,7 +180,7 @@ func (r *resolver) validate() *Refusal {
 	if r.req.VersionRange != "" {
 		c, err := ParseVersionRange(r.req.VersionRange)
 		if err != nil {
-			return invalid("%v", err)
+			return invalid("invalid spec.source.catalog.version: %v", err)
 		}
 		r.rng = c
 	}

@@ -222,7 +222,7 @@ func TestResolveFilters(t *testing.T) {
 		content:      map[string][]json.RawMessage{"cat": multi},
 		req:          Request{PackageName: "p", VersionRange: ">=1.0.0 <<2"},
 		wantReason:   RefusalInvalidRequest,
-		wantContains: []string{"invalid version range"},
+		wantContains: []string{"invalid spec.source.catalog.version", "<<2"},
 	}, {
 		name:         "unknown policy is blocked",
 		catalogs:     []CatalogInfo{serving("cat", 0)},

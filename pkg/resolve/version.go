@@ -1,44 +1,36 @@
 package resolve
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/olm-apiserver/olm-apiserver/pkg/versionrange"
 )
 
 // MaxVersionRangeLength is the longest spec.source.catalog.version accepted
 // (seed 000 CatalogFilter.version: MaxLength 64).
-const MaxVersionRangeLength = 64
+const MaxVersionRangeLength = versionrange.MaxLength
 
 // ParseVersionRange parses spec.source.catalog.version, a Masterminds semver
 // v3 constraint such as ">=1.2.0, <2.0.0", "1.2.x", "~1.2", "^1",
 // ">=1.0.0 <1.5.0 || >2.0.0" or a pinned "1.0.2" (seed 000
-// CatalogFilter.version). It is the single parser used by both admission
-// validation and Resolve, so the two never disagree about which ranges are
-// valid or what they match.
+// CatalogFilter.version). Resolve uses nothing else to read a version range,
+// and it is exactly pkg/versionrange.Parse, the function admission
+// validation calls, so admission and resolution never disagree about which
+// ranges are valid or what they match (FuzzVersionRangeAgreement).
 //
-// Errors: the empty string (an unset version means "any version" and must not
-// be parsed), a range longer than MaxVersionRangeLength bytes, and anything
-// semver.NewConstraint rejects.
+// Errors (from versionrange.Parse): the empty string (an unset version means
+// "any version" and must not be parsed), a range longer than
+// MaxVersionRangeLength bytes, a form outside the documented grammar, and
+// anything semver.NewConstraint rejects.
 //
 // Matching follows semver as implemented by Masterminds: a range without a
 // pre-release part never matches a pre-release version (">=1.16.0 <1.17.0"
 // does not match "1.16.23-cee.1"; ">=1.16.0-0 <1.17.0-0" does), and build
 // metadata is ignored ("1.0.0" matches "1.0.0+1" and "1.0.0+2").
 func ParseVersionRange(s string) (*semver.Constraints, error) {
-	if s == "" {
-		return nil, errors.New("version range is empty")
-	}
-	if len(s) > MaxVersionRangeLength {
-		return nil, fmt.Errorf("version range is %d characters long, more than the maximum of %d", len(s), MaxVersionRangeLength)
-	}
-	c, err := semver.NewConstraint(s)
-	if err != nil {
-		return nil, fmt.Errorf("invalid version range %q: %w", s, err)
-	}
-	return c, nil
+	return versionrange.Parse(s)
 }
 
 // parseSkipRange parses an olm.channel entry's skipRange (seed 001). Unlike a

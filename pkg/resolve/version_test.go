@@ -27,10 +27,10 @@ func TestParseVersionRange(t *testing.T) {
 		{in: ">=1.16.0 <1.17.0", match: []string{"1.16.23"}, noMatch: []string{"1.16.23-cee.1"}},
 		{in: ">=1.16.0-0 <1.17.0-0", match: []string{"1.16.23-cee.1", "1.16.0"}, noMatch: []string{"1.17.0-rc.1"}},
 		{in: "*", match: []string{"0.0.1", "99.0.0"}},
-		{in: "", wantErr: "empty"},
-		{in: ">=1.0.0 <<2", wantErr: "invalid version range"},
-		{in: "not a version", wantErr: "invalid version range"},
-		{in: strings.Repeat("1", 65), wantErr: "65 characters long, more than the maximum of 64"},
+		{in: "", wantErr: "must not be empty"},
+		{in: ">=1.0.0 <<2", wantErr: "not a valid version range"},
+		{in: "not a version", wantErr: "not a valid version range"},
+		{in: strings.Repeat("1", 65), wantErr: "at most 64 characters"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {
