@@ -10,6 +10,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -230,4 +231,50 @@ func (p *Provider) RenewAt(req render.ServingCertRequest) (time.Time, bool) {
 	defer p.mu.Unlock()
 	c, ok := p.cache[req]
 	return c.renewAt, ok
+}
+
+// Remember caches an existing certificate for req (for example one read back from the
+// Secret a previous render produced), so the Provider keeps serving it instead of issuing a
+// new one after a restart. The certificate must have been signed by the Provider's CA, match
+// keyPEM and be valid for the Service; otherwise an error is returned and nothing is cached.
+// A certificate already due for renewal is accepted but replaced on the next ServingCert call.
+func (p *Provider) Remember(req render.ServingCertRequest, certPEM, keyPEM []byte) error {
+	if p.CA == nil {
+		return errors.New("certificate provider has no CA")
+	}
+	block, _ := pem.Decode(certPEM)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return errors.New("certificate: no PEM CERTIFICATE block")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return fmt.Errorf("certificate: %w", err)
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return fmt.Errorf("certificate and key do not match: %w", err)
+	}
+	now := time.Now()
+	if p.Now != nil {
+		now = p.Now()
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(p.CA.cert)
+	host := req.ServiceName + "." + req.Namespace + ".svc"
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: host, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		return fmt.Errorf("certificate is not a valid serving certificate of this CA for %s: %w", host, err)
+	}
+	renewBefore := p.RenewBefore
+	if renewBefore <= 0 {
+		renewBefore = cert.NotAfter.Sub(cert.NotBefore.Add(time.Hour)) / 3
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cache == nil {
+		p.cache = map[render.ServingCertRequest]issued{}
+	}
+	p.cache[req] = issued{
+		cert:    render.ServingCert{CertPEM: bytes.Clone(certPEM), KeyPEM: bytes.Clone(keyPEM), CABundle: p.CA.CertPEM(), NotAfter: cert.NotAfter},
+		renewAt: cert.NotAfter.Add(-renewBefore),
+	}
+	return nil
 }

@@ -185,3 +185,54 @@ func TestProviderConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestProviderRemember(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ca, err := NewCA("ca", 365*24*time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := render.ServingCertRequest{ServiceName: "svc", Namespace: "ns"}
+	old, err := ca.Issue("svc", "ns", 30*24*time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A restarted provider (same CA) keeps serving the remembered certificate.
+	p := &Provider{CA: ca, Validity: 30 * 24 * time.Hour, Now: func() time.Time { return now.Add(24 * time.Hour) }}
+	if err := p.Remember(req, old.CertPEM, old.KeyPEM); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.ServingCert(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.CertPEM, old.CertPEM) || !got.NotAfter.Equal(old.NotAfter) {
+		t.Errorf("remembered certificate not served")
+	}
+	if at, _ := p.RenewAt(req); !at.Equal(now.Add(20 * 24 * time.Hour)) {
+		t.Errorf("RenewAt %v, want 20 days after issue", at)
+	}
+
+	otherCA, _ := NewCA("other", 365*24*time.Hour, now)
+	foreign, _ := otherCA.Issue("svc", "ns", time.Hour*48, now)
+	wrongName, _ := ca.Issue("other", "ns", time.Hour*48, now)
+	cases := []struct {
+		name      string
+		cert, key []byte
+		wantErr   string
+	}{
+		{"other CA", foreign.CertPEM, foreign.KeyPEM, "not a valid serving certificate of this CA"},
+		{"other service", wrongName.CertPEM, wrongName.KeyPEM, "not a valid serving certificate of this CA for svc.ns.svc"},
+		{"key mismatch", old.CertPEM, wrongName.KeyPEM, "certificate and key do not match"},
+		{"not PEM", []byte("x"), old.KeyPEM, "no PEM CERTIFICATE block"},
+	}
+	for _, tc := range cases {
+		p := &Provider{CA: ca, Now: func() time.Time { return now.Add(time.Hour) }}
+		if err := p.Remember(req, tc.cert, tc.key); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: want error containing %q, got %v", tc.name, tc.wantErr, err)
+		}
+		if _, ok := p.RenewAt(req); ok {
+			t.Errorf("%s: rejected certificate was cached", tc.name)
+		}
+	}
+}
