@@ -62,8 +62,10 @@ type Bundle struct {
 // ClusterServiceVersion (operators.coreos.com/v1alpha1). Every object needs apiVersion,
 // kind and metadata.name. CustomResourceDefinitions must be apiextensions.k8s.io/v1
 // (v1beta1 was removed in Kubernetes 1.22). metadata/properties.yaml, when present, is
-// `{properties: [{type, value}]}`; its properties are appended to the CSV's olm.properties
-// annotation, as operator-registry does when it builds a bundle's property list.
+// `{properties: [{type, value}]}` (other top-level keys are ignored); its properties are
+// appended to the CSV's olm.properties annotation, as operator-controller's registry+v1
+// converter does (operator-framework/operator-controller PR #1495), so they reach the pod
+// template annotations.
 //
 // Errors name the file (and document index) at fault.
 func Load(fsys fs.FS) (*Bundle, error) {

@@ -95,7 +95,9 @@ func RenderFS(fsys fs.FS, opts Options) ([]unstructured.Unstructured, error) {
 // Errors: invalid install namespace; invalid configuration (see ParseConfig); bundles owning
 // APIServices; install strategies other than "deployment"; no supported install mode among
 // AllNamespaces, OwnNamespace, SingleNamespace; webhooks without a CertProvider or naming an
-// unknown deployment or CRD; conversion webhooks outside AllNamespaces mode; duplicate objects.
+// unknown deployment or CRD; conversion webhooks in a bundle supporting install modes other
+// than AllNamespaces (OLM v0's rule: a CRD's conversion webhook serves the whole cluster, so
+// there can be only one, cluster-wide installation); duplicate objects.
 func Render(b *Bundle, opts Options) ([]unstructured.Unstructured, error) {
 	csv := &b.CSV
 	ns := opts.InstallNamespace
@@ -605,8 +607,8 @@ func (r *renderer) webhooks() error {
 				return err
 			}
 		case v1alpha1.ConversionWebhook:
-			if !r.all {
-				return fmt.Errorf("bundle %s: conversion webhook %q applies cluster-wide, so the bundle must be installed in AllNamespaces mode (watchNamespace unset)", r.csv.Name, w.GenerateName)
+			if other := nonAllNamespacesModes(r.csv); len(other) > 0 || !r.all {
+				return fmt.Errorf("bundle %s: conversion webhook %q applies cluster-wide, so the bundle may support only the AllNamespaces install mode (it also supports %s)", r.csv.Name, w.GenerateName, strings.Join(other, ", "))
 			}
 			if len(w.ConversionCRDs) == 0 {
 				return fmt.Errorf("bundle %s: conversion webhook %q lists no conversionCRDs", r.csv.Name, w.GenerateName)
@@ -638,6 +640,17 @@ func (r *renderer) webhooks() error {
 		}
 	}
 	return nil
+}
+
+// nonAllNamespacesModes lists the supported install modes other than AllNamespaces.
+func nonAllNamespacesModes(csv *v1alpha1.ClusterServiceVersion) []string {
+	var out []string
+	for _, im := range csv.Spec.InstallModes {
+		if im.Supported && im.Type != v1alpha1.InstallModeTypeAllNamespaces {
+			out = append(out, string(im.Type))
+		}
+	}
+	return out
 }
 
 func webhookPort(w v1alpha1.WebhookDescription) int32 {

@@ -318,15 +318,16 @@ func TestRefusedBundles(t *testing.T) {
 		}, "", false, "owns APIServices (spec.apiservicedefinitions.owned: v1beta1.metrics.example.com); extensions serving aggregated APIs are not supported"},
 		{"webhooks without provider", func(f *fixture) { f.webhooks = webhookDefs; f.extra["crd.yaml"] = widgetCRD }, "", true,
 			"has webhookdefinitions but no certificate provider is configured"},
-		{"conversion webhook outside AllNamespaces", func(f *fixture) { f.webhooks = webhookDefs; f.extra["crd.yaml"] = widgetCRD }, "watchNamespace: team-a", false,
-			`conversion webhook "cwidget.example.com" applies cluster-wide`},
-		{"conversion CRD missing", func(f *fixture) { f.webhooks = webhookDefs }, "", false,
+		{"conversion webhook in a bundle supporting more than AllNamespaces", func(f *fixture) { f.webhooks = webhookDefs; f.extra["crd.yaml"] = widgetCRD }, "", false,
+			`conversion webhook "cwidget.example.com" applies cluster-wide, so the bundle may support only the AllNamespaces install mode (it also supports OwnNamespace, SingleNamespace)`},
+		{"conversion CRD missing", func(f *fixture) { f.webhooks = webhookDefs; f.installMode = map[string]bool{"AllNamespaces": true} }, "", false,
 			"conversion webhooks name CRDs not in the bundle: widgets.example.com"},
 		{"webhook names unknown deployment", func(f *fixture) {
 			f.webhooks = strings.ReplaceAll(webhookDefs, "deploymentName: op-controller", "deploymentName: nope")
 		}, "", false, `names deployment "nope", which is not in the install strategy`},
 		{"webhook port clash", func(f *fixture) {
 			f.extra["crd.yaml"] = widgetCRD
+			f.installMode = map[string]bool{"AllNamespaces": true}
 			f.webhooks = strings.Replace(webhookDefs, "targetPort: 9443", "targetPort: 8443", 1)
 		}, "", false, "use port 443 with different target ports"},
 	}
@@ -360,7 +361,9 @@ func TestWebhooks(t *testing.T) {
 			f := newFixture()
 			f.extra["crd.yaml"] = widgetCRD
 			f.webhooks = webhookDefs
-			if !mode.conversion {
+			if mode.conversion {
+				f.installMode = map[string]bool{"AllNamespaces": true}
+			} else {
 				f.webhooks = webhookDefs[:strings.Index(webhookDefs, "  - type: ConversionWebhook")]
 			}
 			// The bundle ships a Service of the generated name and mounts its own cert secret.
