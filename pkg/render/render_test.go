@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -479,4 +480,39 @@ func verifyServing(t *testing.T, ca *certs.CA, certPEM []byte, dnsName string) {
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: dnsName, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 		t.Errorf("certificate does not verify for %s: %v", dnsName, err)
 	}
+}
+
+// TestConcurrentRenders: Render does not modify the Bundle, so one loaded Bundle can be
+// rendered concurrently (run with -race).
+func TestConcurrentRenders(t *testing.T) {
+	f := newFixture()
+	f.installMode = map[string]bool{"AllNamespaces": true}
+	f.webhooks = webhookDefs
+	f.extra["crd.yaml"] = widgetCRD
+	b, err := render.Load(f.fs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := testProvider(t)
+	first, err := render.Render(b, render.Options{InstallNamespace: "op-system", CertProvider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := toJSON(first)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			objs, err := render.Render(b, render.Options{InstallNamespace: "op-system", CertProvider: p})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if toJSON(objs) != want {
+				t.Error("concurrent render differs")
+			}
+		}()
+	}
+	wg.Wait()
 }
