@@ -455,7 +455,7 @@ func (r *resolver) refusal(best stage, selected []CatalogInfo, evals []*catalogE
 	}
 
 	// stageNoSucessor: bundles pass every filter but the upgrade edges.
-	var matching []*bundle
+	var matching, succOutside []*bundle
 	var bestEval *catalogEval
 	for _, e := range at {
 		sortBundles(e.inRange, e.pkg)
@@ -463,19 +463,29 @@ func (r *resolver) refusal(best stage, selected []CatalogInfo, evals []*catalogE
 		if bestEval == nil || e.info.Priority > bestEval.info.Priority {
 			bestEval = e
 		}
+		succ := r.successors(e.pkg)
+		for _, b := range e.inChannels {
+			if succ[b.name] {
+				succOutside = append(succOutside, b)
+			}
+		}
 	}
-	constraint := "the catalog filters"
+	filters := ""
 	if r.req.VersionRange != "" {
-		constraint = fmt.Sprintf("version range %q", r.req.VersionRange)
+		filters = fmt.Sprintf(" matching version range %q", r.req.VersionRange)
 	}
 	if len(r.req.Channels) > 0 {
-		constraint += fmt.Sprintf(" in channels %v", r.req.Channels)
+		filters += fmt.Sprintf(" in channels %v", r.req.Channels)
+	}
+	successorNote := fmt.Sprintf("%s has no successor in the selected catalogs", r.inst.name)
+	if len(succOutside) > 0 {
+		successorNote = fmt.Sprintf("its successors %s are outside the version range", versionList(succOutside))
 	}
 	return &Refusal{Reason: RefusalNotSuccessor, Message: fmt.Sprintf(
-		"bundles of %q matching %s exist (%s) but none is the installed bundle %s (version %s) or a successor of it "+
-			"under upgradeConstraintPolicy %s; upgradeConstraintPolicy %s would allow installing %s",
-		pkg, constraint, versionList(matching), r.inst.name, r.req.Installed.Version,
-		CatalogProvided, SelfCertified, bestEval.inRange[0].name)}
+		"bundles of %q%s exist (%s) but none is the installed bundle %s (version %s) or a successor of it "+
+			"under upgradeConstraintPolicy %s; %s; upgradeConstraintPolicy %s would allow installing %s",
+		pkg, filters, versionList(matching), r.inst.name, r.req.Installed.Version,
+		CatalogProvided, successorNote, SelfCertified, bestEval.inRange[0].name)}
 }
 
 // prereleaseNote explains a miss that is only due to the semver pre-release

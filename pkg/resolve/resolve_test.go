@@ -305,6 +305,7 @@ func TestResolveUpgradeEdges(t *testing.T) {
 		wantReason: RefusalNotSuccessor,
 		wantContains: []string{`bundles of "p" matching version range "1.0.2" exist (1.0.2)`,
 			"none is the installed bundle p.v1.0.0 (version 1.0.0) or a successor of it under upgradeConstraintPolicy CatalogProvided",
+			"its successors 1.0.1 are outside the version range",
 			"upgradeConstraintPolicy SelfCertified would allow installing p.v1.0.2"},
 	}, {
 		name:       "pinned two hops away: SelfCertified installs it",
@@ -338,12 +339,13 @@ func TestResolveUpgradeEdges(t *testing.T) {
 		req:        Request{PackageName: "p", Installed: inst("p.v1.0.2", "1.0.2")},
 		wantBundle: "p.v1.0.2",
 	}, {
-		name:         "installed bundle gone from the catalog and no edge from it",
-		catalogs:     cat,
-		content:      twoHop,
-		req:          Request{PackageName: "p", Installed: inst("p.v0.9.0", "0.9.0")},
-		wantReason:   RefusalNotSuccessor,
-		wantContains: []string{"p.v0.9.0 (version 0.9.0)", "would allow installing p.v1.0.2"},
+		name:       "installed bundle gone from the catalog and no edge from it",
+		catalogs:   cat,
+		content:    twoHop,
+		req:        Request{PackageName: "p", Installed: inst("p.v0.9.0", "0.9.0")},
+		wantReason: RefusalNotSuccessor,
+		wantContains: []string{`bundles of "p" exist (1.0.2, 1.0.1, 1.0.0) but none is the installed bundle p.v0.9.0 (version 0.9.0)`,
+			"p.v0.9.0 has no successor in the selected catalogs", "would allow installing p.v1.0.2"},
 	}, {
 		name:        "skipRange edge (1.0.0 -> 1.1.0, skipping 1.0.1)",
 		catalogs:    cat,
