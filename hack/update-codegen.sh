@@ -22,6 +22,7 @@ kube::codegen::gen_openapi \
     --output-dir "${ROOT}/pkg/generated/openapi" \
     --output-pkg "${MODULE}/pkg/generated/openapi" \
     --report-filename "${ROOT}/hack/api-rules-violations.list" \
+    --output-model-name-file zz_generated.model_name.go \
     ${UPDATE_API_KNOWN_VIOLATIONS:+--update-report} \
     --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
     "${ROOT}/pkg/apis"
@@ -29,6 +30,7 @@ kube::codegen::gen_openapi \
 kube::codegen::gen_client \
     --with-watch \
     --with-applyconfig \
+    --applyconfig-openapi-schema <(go run ./hack/models-schema) \
     --output-dir "${ROOT}/pkg/generated" \
     --output-pkg "${MODULE}/pkg/generated" \
     --boilerplate "${ROOT}/hack/boilerplate.go.txt" \

@@ -33,85 +33,86 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.BundleMetadata":                  schema_pkg_apis_olm_v1_BundleMetadata(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.CRDUpgradeSafetyPreflightConfig": schema_pkg_apis_olm_v1_CRDUpgradeSafetyPreflightConfig(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.CatalogFilter":                   schema_pkg_apis_olm_v1_CatalogFilter(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.CatalogSource":                   schema_pkg_apis_olm_v1_CatalogSource(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalog":                  schema_pkg_apis_olm_v1_ClusterCatalog(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalogList":              schema_pkg_apis_olm_v1_ClusterCatalogList(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalogSpec":              schema_pkg_apis_olm_v1_ClusterCatalogSpec(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalogStatus":            schema_pkg_apis_olm_v1_ClusterCatalogStatus(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalogURLs":              schema_pkg_apis_olm_v1_ClusterCatalogURLs(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtension":                schema_pkg_apis_olm_v1_ClusterExtension(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionConfig":          schema_pkg_apis_olm_v1_ClusterExtensionConfig(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionInstallConfig":   schema_pkg_apis_olm_v1_ClusterExtensionInstallConfig(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionInstallStatus":   schema_pkg_apis_olm_v1_ClusterExtensionInstallStatus(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionList":            schema_pkg_apis_olm_v1_ClusterExtensionList(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionSpec":            schema_pkg_apis_olm_v1_ClusterExtensionSpec(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionStatus":          schema_pkg_apis_olm_v1_ClusterExtensionStatus(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ImageSource":                     schema_pkg_apis_olm_v1_ImageSource(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.JSON":                            v1.JSON{}.OpenAPIDefinition(),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.PreflightConfig":                 schema_pkg_apis_olm_v1_PreflightConfig(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ResolvedCatalogSource":           schema_pkg_apis_olm_v1_ResolvedCatalogSource(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ResolvedImageSource":             schema_pkg_apis_olm_v1_ResolvedImageSource(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.RevisionStatus":                  schema_pkg_apis_olm_v1_RevisionStatus(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ServiceAccountReference":         schema_pkg_apis_olm_v1_ServiceAccountReference(ref),
-		"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.SourceConfig":                    schema_pkg_apis_olm_v1_SourceConfig(ref),
-		resource.Quantity{}.OpenAPIModelName():                                                   schema_apimachinery_pkg_api_resource_Quantity(ref),
-		metav1.APIGroup{}.OpenAPIModelName():                                                     schema_pkg_apis_meta_v1_APIGroup(ref),
-		metav1.APIGroupList{}.OpenAPIModelName():                                                 schema_pkg_apis_meta_v1_APIGroupList(ref),
-		metav1.APIResource{}.OpenAPIModelName():                                                  schema_pkg_apis_meta_v1_APIResource(ref),
-		metav1.APIResourceList{}.OpenAPIModelName():                                              schema_pkg_apis_meta_v1_APIResourceList(ref),
-		metav1.APIVersions{}.OpenAPIModelName():                                                  schema_pkg_apis_meta_v1_APIVersions(ref),
-		metav1.ApplyOptions{}.OpenAPIModelName():                                                 schema_pkg_apis_meta_v1_ApplyOptions(ref),
-		metav1.Condition{}.OpenAPIModelName():                                                    schema_pkg_apis_meta_v1_Condition(ref),
-		metav1.CreateOptions{}.OpenAPIModelName():                                                schema_pkg_apis_meta_v1_CreateOptions(ref),
-		metav1.DeleteOptions{}.OpenAPIModelName():                                                schema_pkg_apis_meta_v1_DeleteOptions(ref),
-		metav1.Duration{}.OpenAPIModelName():                                                     schema_pkg_apis_meta_v1_Duration(ref),
-		metav1.FieldSelectorRequirement{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
-		metav1.FieldsV1{}.OpenAPIModelName():                                                     schema_pkg_apis_meta_v1_FieldsV1(ref),
-		metav1.GetOptions{}.OpenAPIModelName():                                                   schema_pkg_apis_meta_v1_GetOptions(ref),
-		metav1.GroupKind{}.OpenAPIModelName():                                                    schema_pkg_apis_meta_v1_GroupKind(ref),
-		metav1.GroupResource{}.OpenAPIModelName():                                                schema_pkg_apis_meta_v1_GroupResource(ref),
-		metav1.GroupVersion{}.OpenAPIModelName():                                                 schema_pkg_apis_meta_v1_GroupVersion(ref),
-		metav1.GroupVersionForDiscovery{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
-		metav1.GroupVersionKind{}.OpenAPIModelName():                                             schema_pkg_apis_meta_v1_GroupVersionKind(ref),
-		metav1.GroupVersionResource{}.OpenAPIModelName():                                         schema_pkg_apis_meta_v1_GroupVersionResource(ref),
-		metav1.InternalEvent{}.OpenAPIModelName():                                                schema_pkg_apis_meta_v1_InternalEvent(ref),
-		metav1.LabelSelector{}.OpenAPIModelName():                                                schema_pkg_apis_meta_v1_LabelSelector(ref),
-		metav1.LabelSelectorRequirement{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
-		metav1.List{}.OpenAPIModelName():                                                         schema_pkg_apis_meta_v1_List(ref),
-		metav1.ListMeta{}.OpenAPIModelName():                                                     schema_pkg_apis_meta_v1_ListMeta(ref),
-		metav1.ListOptions{}.OpenAPIModelName():                                                  schema_pkg_apis_meta_v1_ListOptions(ref),
-		metav1.ManagedFieldsEntry{}.OpenAPIModelName():                                           schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
-		metav1.MicroTime{}.OpenAPIModelName():                                                    schema_pkg_apis_meta_v1_MicroTime(ref),
-		metav1.ObjectMeta{}.OpenAPIModelName():                                                   schema_pkg_apis_meta_v1_ObjectMeta(ref),
-		metav1.OwnerReference{}.OpenAPIModelName():                                               schema_pkg_apis_meta_v1_OwnerReference(ref),
-		metav1.PartialObjectMetadata{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
-		metav1.PartialObjectMetadataList{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
-		metav1.Patch{}.OpenAPIModelName():                                                        schema_pkg_apis_meta_v1_Patch(ref),
-		metav1.PatchOptions{}.OpenAPIModelName():                                                 schema_pkg_apis_meta_v1_PatchOptions(ref),
-		metav1.Preconditions{}.OpenAPIModelName():                                                schema_pkg_apis_meta_v1_Preconditions(ref),
-		metav1.RootPaths{}.OpenAPIModelName():                                                    schema_pkg_apis_meta_v1_RootPaths(ref),
-		metav1.ServerAddressByClientCIDR{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
-		metav1.ShardInfo{}.OpenAPIModelName():                                                    schema_pkg_apis_meta_v1_ShardInfo(ref),
-		metav1.Status{}.OpenAPIModelName():                                                       schema_pkg_apis_meta_v1_Status(ref),
-		metav1.StatusCause{}.OpenAPIModelName():                                                  schema_pkg_apis_meta_v1_StatusCause(ref),
-		metav1.StatusDetails{}.OpenAPIModelName():                                                schema_pkg_apis_meta_v1_StatusDetails(ref),
-		metav1.Table{}.OpenAPIModelName():                                                        schema_pkg_apis_meta_v1_Table(ref),
-		metav1.TableColumnDefinition{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
-		metav1.TableOptions{}.OpenAPIModelName():                                                 schema_pkg_apis_meta_v1_TableOptions(ref),
-		metav1.TableRow{}.OpenAPIModelName():                                                     schema_pkg_apis_meta_v1_TableRow(ref),
-		metav1.TableRowCondition{}.OpenAPIModelName():                                            schema_pkg_apis_meta_v1_TableRowCondition(ref),
-		metav1.Time{}.OpenAPIModelName():                                                         schema_pkg_apis_meta_v1_Time(ref),
-		metav1.Timestamp{}.OpenAPIModelName():                                                    schema_pkg_apis_meta_v1_Timestamp(ref),
-		metav1.TypeMeta{}.OpenAPIModelName():                                                     schema_pkg_apis_meta_v1_TypeMeta(ref),
-		metav1.UpdateOptions{}.OpenAPIModelName():                                                schema_pkg_apis_meta_v1_UpdateOptions(ref),
-		metav1.WatchEvent{}.OpenAPIModelName():                                                   schema_pkg_apis_meta_v1_WatchEvent(ref),
-		runtime.RawExtension{}.OpenAPIModelName():                                                schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
-		runtime.TypeMeta{}.OpenAPIModelName():                                                    schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
-		runtime.Unknown{}.OpenAPIModelName():                                                     schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
-		version.Info{}.OpenAPIModelName():                                                        schema_k8sio_apimachinery_pkg_version_Info(ref),
+		v1.BundleMetadata{}.OpenAPIModelName():                  schema_pkg_apis_olm_v1_BundleMetadata(ref),
+		v1.CRDUpgradeSafetyPreflightConfig{}.OpenAPIModelName(): schema_pkg_apis_olm_v1_CRDUpgradeSafetyPreflightConfig(ref),
+		v1.CatalogFilter{}.OpenAPIModelName():                   schema_pkg_apis_olm_v1_CatalogFilter(ref),
+		v1.CatalogSource{}.OpenAPIModelName():                   schema_pkg_apis_olm_v1_CatalogSource(ref),
+		v1.ClusterCatalog{}.OpenAPIModelName():                  schema_pkg_apis_olm_v1_ClusterCatalog(ref),
+		v1.ClusterCatalogContentOptions{}.OpenAPIModelName():    schema_pkg_apis_olm_v1_ClusterCatalogContentOptions(ref),
+		v1.ClusterCatalogList{}.OpenAPIModelName():              schema_pkg_apis_olm_v1_ClusterCatalogList(ref),
+		v1.ClusterCatalogSpec{}.OpenAPIModelName():              schema_pkg_apis_olm_v1_ClusterCatalogSpec(ref),
+		v1.ClusterCatalogStatus{}.OpenAPIModelName():            schema_pkg_apis_olm_v1_ClusterCatalogStatus(ref),
+		v1.ClusterCatalogURLs{}.OpenAPIModelName():              schema_pkg_apis_olm_v1_ClusterCatalogURLs(ref),
+		v1.ClusterExtension{}.OpenAPIModelName():                schema_pkg_apis_olm_v1_ClusterExtension(ref),
+		v1.ClusterExtensionConfig{}.OpenAPIModelName():          schema_pkg_apis_olm_v1_ClusterExtensionConfig(ref),
+		v1.ClusterExtensionInstallConfig{}.OpenAPIModelName():   schema_pkg_apis_olm_v1_ClusterExtensionInstallConfig(ref),
+		v1.ClusterExtensionInstallStatus{}.OpenAPIModelName():   schema_pkg_apis_olm_v1_ClusterExtensionInstallStatus(ref),
+		v1.ClusterExtensionList{}.OpenAPIModelName():            schema_pkg_apis_olm_v1_ClusterExtensionList(ref),
+		v1.ClusterExtensionSpec{}.OpenAPIModelName():            schema_pkg_apis_olm_v1_ClusterExtensionSpec(ref),
+		v1.ClusterExtensionStatus{}.OpenAPIModelName():          schema_pkg_apis_olm_v1_ClusterExtensionStatus(ref),
+		v1.ImageSource{}.OpenAPIModelName():                     schema_pkg_apis_olm_v1_ImageSource(ref),
+		v1.JSON{}.OpenAPIModelName():                            v1.JSON{}.OpenAPIDefinition(),
+		v1.PreflightConfig{}.OpenAPIModelName():                 schema_pkg_apis_olm_v1_PreflightConfig(ref),
+		v1.ResolvedCatalogSource{}.OpenAPIModelName():           schema_pkg_apis_olm_v1_ResolvedCatalogSource(ref),
+		v1.ResolvedImageSource{}.OpenAPIModelName():             schema_pkg_apis_olm_v1_ResolvedImageSource(ref),
+		v1.RevisionStatus{}.OpenAPIModelName():                  schema_pkg_apis_olm_v1_RevisionStatus(ref),
+		v1.ServiceAccountReference{}.OpenAPIModelName():         schema_pkg_apis_olm_v1_ServiceAccountReference(ref),
+		v1.SourceConfig{}.OpenAPIModelName():                    schema_pkg_apis_olm_v1_SourceConfig(ref),
+		resource.Quantity{}.OpenAPIModelName():                  schema_apimachinery_pkg_api_resource_Quantity(ref),
+		metav1.APIGroup{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_APIGroup(ref),
+		metav1.APIGroupList{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_APIGroupList(ref),
+		metav1.APIResource{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_APIResource(ref),
+		metav1.APIResourceList{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_APIResourceList(ref),
+		metav1.APIVersions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_APIVersions(ref),
+		metav1.ApplyOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_ApplyOptions(ref),
+		metav1.Condition{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_Condition(ref),
+		metav1.CreateOptions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_CreateOptions(ref),
+		metav1.DeleteOptions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_DeleteOptions(ref),
+		metav1.Duration{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_Duration(ref),
+		metav1.FieldSelectorRequirement{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
+		metav1.FieldsV1{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_FieldsV1(ref),
+		metav1.GetOptions{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_GetOptions(ref),
+		metav1.GroupKind{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_GroupKind(ref),
+		metav1.GroupResource{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_GroupResource(ref),
+		metav1.GroupVersion{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_GroupVersion(ref),
+		metav1.GroupVersionForDiscovery{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
+		metav1.GroupVersionKind{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_GroupVersionKind(ref),
+		metav1.GroupVersionResource{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_GroupVersionResource(ref),
+		metav1.InternalEvent{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_InternalEvent(ref),
+		metav1.LabelSelector{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_LabelSelector(ref),
+		metav1.LabelSelectorRequirement{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
+		metav1.List{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_List(ref),
+		metav1.ListMeta{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_ListMeta(ref),
+		metav1.ListOptions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_ListOptions(ref),
+		metav1.ManagedFieldsEntry{}.OpenAPIModelName():          schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
+		metav1.MicroTime{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_MicroTime(ref),
+		metav1.ObjectMeta{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_ObjectMeta(ref),
+		metav1.OwnerReference{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_OwnerReference(ref),
+		metav1.PartialObjectMetadata{}.OpenAPIModelName():       schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
+		metav1.PartialObjectMetadataList{}.OpenAPIModelName():   schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
+		metav1.Patch{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_Patch(ref),
+		metav1.PatchOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_PatchOptions(ref),
+		metav1.Preconditions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_Preconditions(ref),
+		metav1.RootPaths{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_RootPaths(ref),
+		metav1.ServerAddressByClientCIDR{}.OpenAPIModelName():   schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
+		metav1.ShardInfo{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_ShardInfo(ref),
+		metav1.Status{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_Status(ref),
+		metav1.StatusCause{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_StatusCause(ref),
+		metav1.StatusDetails{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_StatusDetails(ref),
+		metav1.Table{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_Table(ref),
+		metav1.TableColumnDefinition{}.OpenAPIModelName():       schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
+		metav1.TableOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_TableOptions(ref),
+		metav1.TableRow{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_TableRow(ref),
+		metav1.TableRowCondition{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_TableRowCondition(ref),
+		metav1.Time{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Time(ref),
+		metav1.Timestamp{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_Timestamp(ref),
+		metav1.TypeMeta{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_TypeMeta(ref),
+		metav1.UpdateOptions{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_UpdateOptions(ref),
+		metav1.WatchEvent{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_WatchEvent(ref),
+		runtime.RawExtension{}.OpenAPIModelName():               schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
+		runtime.TypeMeta{}.OpenAPIModelName():                   schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
+		runtime.Unknown{}.OpenAPIModelName():                    schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		version.Info{}.OpenAPIModelName():                       schema_k8sio_apimachinery_pkg_version_Info(ref),
 	}
 }
 
@@ -258,7 +259,7 @@ func schema_pkg_apis_olm_v1_CatalogSource(ref common.ReferenceCallback) common.O
 					"image": {
 						SchemaProps: spec.SchemaProps{
 							Description: "image configures an OCI image source. Required when type is Image, forbidden otherwise.",
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ImageSource"),
+							Ref:         ref(v1.ImageSource{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -266,7 +267,7 @@ func schema_pkg_apis_olm_v1_CatalogSource(ref common.ReferenceCallback) common.O
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ImageSource"},
+			v1.ImageSource{}.OpenAPIModelName()},
 	}
 }
 
@@ -302,14 +303,14 @@ func schema_pkg_apis_olm_v1_ClusterCatalog(ref common.ReferenceCallback) common.
 						SchemaProps: spec.SchemaProps{
 							Description: "spec is the desired state: where the catalog comes from, its priority and whether it is served.",
 							Default:     map[string]interface{}{},
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalogSpec"),
+							Ref:         ref(v1.ClusterCatalogSpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Description: "status is the observed state: whether the content is served, whether the catalog is progressing, and what was resolved from the source.",
 							Default:     map[string]interface{}{},
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalogStatus"),
+							Ref:         ref(v1.ClusterCatalogStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -317,7 +318,62 @@ func schema_pkg_apis_olm_v1_ClusterCatalog(ref common.ReferenceCallback) common.
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalogSpec", "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalogStatus", metav1.ObjectMeta{}.OpenAPIModelName()},
+			v1.ClusterCatalogSpec{}.OpenAPIModelName(), v1.ClusterCatalogStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_olm_v1_ClusterCatalogContentOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCatalogContentOptions are the request options of the clustercatalogs/NAME/content subresource: the sub-path after \"content\" (for the catalogd-compatible \"api/v1/all\" and \"api/v1/metas\") and the filters. Filters are AND-ed; an empty filter matches everything.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path is the part of the URL after .../content/, e.g. \"api/v1/all\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"schema": {
+						SchemaProps: spec.SchemaProps{
+							Description: "schema keeps only blobs of this schema, e.g. olm.bundle.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"package": {
+						SchemaProps: spec.SchemaProps{
+							Description: "package keeps only blobs of this package (and the olm.package blob named after it).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name keeps only blobs with this name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -356,7 +412,7 @@ func schema_pkg_apis_olm_v1_ClusterCatalogList(ref common.ReferenceCallback) com
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalog"),
+										Ref: ref(v1.ClusterCatalog{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -367,7 +423,7 @@ func schema_pkg_apis_olm_v1_ClusterCatalogList(ref common.ReferenceCallback) com
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalog", metav1.ListMeta{}.OpenAPIModelName()},
+			v1.ClusterCatalog{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -382,7 +438,7 @@ func schema_pkg_apis_olm_v1_ClusterCatalogSpec(ref common.ReferenceCallback) com
 						SchemaProps: spec.SchemaProps{
 							Description: "source says where the catalog's FBC content comes from. Required.",
 							Default:     map[string]interface{}{},
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.CatalogSource"),
+							Ref:         ref(v1.CatalogSource{}.OpenAPIModelName()),
 						},
 					},
 					"priority": {
@@ -407,7 +463,7 @@ func schema_pkg_apis_olm_v1_ClusterCatalogSpec(ref common.ReferenceCallback) com
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.CatalogSource"},
+			v1.CatalogSource{}.OpenAPIModelName()},
 	}
 }
 
@@ -444,13 +500,13 @@ func schema_pkg_apis_olm_v1_ClusterCatalogStatus(ref common.ReferenceCallback) c
 					"resolvedSource": {
 						SchemaProps: spec.SchemaProps{
 							Description: "resolvedSource is what the source resolved to, e.g. the digest ref of the image whose content is served.",
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ResolvedCatalogSource"),
+							Ref:         ref(v1.ResolvedCatalogSource{}.OpenAPIModelName()),
 						},
 					},
 					"urls": {
 						SchemaProps: spec.SchemaProps{
 							Description: "urls holds the URLs where clients read the catalog's content.",
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalogURLs"),
+							Ref:         ref(v1.ClusterCatalogURLs{}.OpenAPIModelName()),
 						},
 					},
 					"lastUnpacked": {
@@ -463,7 +519,7 @@ func schema_pkg_apis_olm_v1_ClusterCatalogStatus(ref common.ReferenceCallback) c
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterCatalogURLs", "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ResolvedCatalogSource", metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+			v1.ClusterCatalogURLs{}.OpenAPIModelName(), v1.ResolvedCatalogSource{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -521,21 +577,21 @@ func schema_pkg_apis_olm_v1_ClusterExtension(ref common.ReferenceCallback) commo
 						SchemaProps: spec.SchemaProps{
 							Description: "spec is the desired state: which package, from where, into which namespace, with which options.",
 							Default:     map[string]interface{}{},
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionSpec"),
+							Ref:         ref(v1.ClusterExtensionSpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Description: "status is the observed state: what is installed and where the extension stands.",
 							Default:     map[string]interface{}{},
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionStatus"),
+							Ref:         ref(v1.ClusterExtensionStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionSpec", "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionStatus", metav1.ObjectMeta{}.OpenAPIModelName()},
+			v1.ClusterExtensionSpec{}.OpenAPIModelName(), v1.ClusterExtensionStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -558,7 +614,7 @@ func schema_pkg_apis_olm_v1_ClusterExtensionConfig(ref common.ReferenceCallback)
 					"inline": {
 						SchemaProps: spec.SchemaProps{
 							Description: "inline is the configuration as a JSON/YAML object with at least one property. It is validated against the bundle's configuration schema when the bundle is resolved. Required when configType is Inline.",
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.JSON"),
+							Ref:         ref(v1.JSON{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -566,7 +622,7 @@ func schema_pkg_apis_olm_v1_ClusterExtensionConfig(ref common.ReferenceCallback)
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.JSON"},
+			v1.JSON{}.OpenAPIModelName()},
 	}
 }
 
@@ -580,14 +636,14 @@ func schema_pkg_apis_olm_v1_ClusterExtensionInstallConfig(ref common.ReferenceCa
 					"preflight": {
 						SchemaProps: spec.SchemaProps{
 							Description: "preflight configures the checks run before an install or upgrade. When set, at least one check must be set.",
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.PreflightConfig"),
+							Ref:         ref(v1.PreflightConfig{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.PreflightConfig"},
+			v1.PreflightConfig{}.OpenAPIModelName()},
 	}
 }
 
@@ -602,7 +658,7 @@ func schema_pkg_apis_olm_v1_ClusterExtensionInstallStatus(ref common.ReferenceCa
 						SchemaProps: spec.SchemaProps{
 							Description: "bundle identifies the installed bundle.",
 							Default:     map[string]interface{}{},
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.BundleMetadata"),
+							Ref:         ref(v1.BundleMetadata{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -610,7 +666,7 @@ func schema_pkg_apis_olm_v1_ClusterExtensionInstallStatus(ref common.ReferenceCa
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.BundleMetadata"},
+			v1.BundleMetadata{}.OpenAPIModelName()},
 	}
 }
 
@@ -649,7 +705,7 @@ func schema_pkg_apis_olm_v1_ClusterExtensionList(ref common.ReferenceCallback) c
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtension"),
+										Ref: ref(v1.ClusterExtension{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -660,7 +716,7 @@ func schema_pkg_apis_olm_v1_ClusterExtensionList(ref common.ReferenceCallback) c
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtension", metav1.ListMeta{}.OpenAPIModelName()},
+			v1.ClusterExtension{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -682,26 +738,26 @@ func schema_pkg_apis_olm_v1_ClusterExtensionSpec(ref common.ReferenceCallback) c
 					"serviceAccount": {
 						SchemaProps: spec.SchemaProps{
 							Description: "serviceAccount is deprecated and ignored: the server installs with its own identity. It is accepted so that upstream manifests apply unchanged.",
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ServiceAccountReference"),
+							Ref:         ref(v1.ServiceAccountReference{}.OpenAPIModelName()),
 						},
 					},
 					"source": {
 						SchemaProps: spec.SchemaProps{
 							Description: "source selects where the content to install comes from. Required.",
 							Default:     map[string]interface{}{},
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.SourceConfig"),
+							Ref:         ref(v1.SourceConfig{}.OpenAPIModelName()),
 						},
 					},
 					"install": {
 						SchemaProps: spec.SchemaProps{
 							Description: "install holds installation options such as the preflight checks.",
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionInstallConfig"),
+							Ref:         ref(v1.ClusterExtensionInstallConfig{}.OpenAPIModelName()),
 						},
 					},
 					"config": {
 						SchemaProps: spec.SchemaProps{
 							Description: "config holds bundle-specific configuration, validated against the schema derived from the resolved bundle (for registry+v1 bundles: watchNamespace and deploymentConfig).",
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionConfig"),
+							Ref:         ref(v1.ClusterExtensionConfig{}.OpenAPIModelName()),
 						},
 					},
 					"progressDeadlineMinutes": {
@@ -716,7 +772,7 @@ func schema_pkg_apis_olm_v1_ClusterExtensionSpec(ref common.ReferenceCallback) c
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionConfig", "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionInstallConfig", "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ServiceAccountReference", "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.SourceConfig"},
+			v1.ClusterExtensionConfig{}.OpenAPIModelName(), v1.ClusterExtensionInstallConfig{}.OpenAPIModelName(), v1.ServiceAccountReference{}.OpenAPIModelName(), v1.SourceConfig{}.OpenAPIModelName()},
 	}
 }
 
@@ -753,7 +809,7 @@ func schema_pkg_apis_olm_v1_ClusterExtensionStatus(ref common.ReferenceCallback)
 					"install": {
 						SchemaProps: spec.SchemaProps{
 							Description: "install describes the installed bundle.",
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionInstallStatus"),
+							Ref:         ref(v1.ClusterExtensionInstallStatus{}.OpenAPIModelName()),
 						},
 					},
 					"activeRevisions": {
@@ -771,7 +827,7 @@ func schema_pkg_apis_olm_v1_ClusterExtensionStatus(ref common.ReferenceCallback)
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.RevisionStatus"),
+										Ref: ref(v1.RevisionStatus{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -781,7 +837,7 @@ func schema_pkg_apis_olm_v1_ClusterExtensionStatus(ref common.ReferenceCallback)
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ClusterExtensionInstallStatus", "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.RevisionStatus", metav1.Condition{}.OpenAPIModelName()},
+			v1.ClusterExtensionInstallStatus{}.OpenAPIModelName(), v1.RevisionStatus{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 
@@ -824,7 +880,7 @@ func schema_pkg_apis_olm_v1_PreflightConfig(ref common.ReferenceCallback) common
 					"crdUpgradeSafety": {
 						SchemaProps: spec.SchemaProps{
 							Description: "crdUpgradeSafety configures the CRD upgrade-safety check, which refuses CRD changes that could lose or invalidate existing data. Required when preflight is set.",
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.CRDUpgradeSafetyPreflightConfig"),
+							Ref:         ref(v1.CRDUpgradeSafetyPreflightConfig{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -832,7 +888,7 @@ func schema_pkg_apis_olm_v1_PreflightConfig(ref common.ReferenceCallback) common
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.CRDUpgradeSafetyPreflightConfig"},
+			v1.CRDUpgradeSafetyPreflightConfig{}.OpenAPIModelName()},
 	}
 }
 
@@ -855,7 +911,7 @@ func schema_pkg_apis_olm_v1_ResolvedCatalogSource(ref common.ReferenceCallback) 
 					"image": {
 						SchemaProps: spec.SchemaProps{
 							Description: "image describes the resolved image.",
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ResolvedImageSource"),
+							Ref:         ref(v1.ResolvedImageSource{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -863,7 +919,7 @@ func schema_pkg_apis_olm_v1_ResolvedCatalogSource(ref common.ReferenceCallback) 
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.ResolvedImageSource"},
+			v1.ResolvedImageSource{}.OpenAPIModelName()},
 	}
 }
 
@@ -972,7 +1028,7 @@ func schema_pkg_apis_olm_v1_SourceConfig(ref common.ReferenceCallback) common.Op
 					"catalog": {
 						SchemaProps: spec.SchemaProps{
 							Description: "catalog selects the package and bundles to install from the ClusterCatalogs. Required when sourceType is Catalog, forbidden otherwise.",
-							Ref:         ref("github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.CatalogFilter"),
+							Ref:         ref(v1.CatalogFilter{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -980,7 +1036,7 @@ func schema_pkg_apis_olm_v1_SourceConfig(ref common.ReferenceCallback) common.Op
 			},
 		},
 		Dependencies: []string{
-			"github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1.CatalogFilter"},
+			v1.CatalogFilter{}.OpenAPIModelName()},
 	}
 }
 

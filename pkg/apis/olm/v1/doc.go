@@ -9,4 +9,5 @@
 // +k8s:defaulter-gen=TypeMeta
 // +k8s:openapi-gen=true
 // +groupName=olm.operatorframework.io
+// +k8s:openapi-model-package=io.operatorframework.olm.v1
 package v1

@@ -23,7 +23,7 @@ func Resource(resource string) schema.GroupResource {
 
 var (
 	// SchemeBuilder registers the v1 types (as v1 and as internal) and their defaulters.
-	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes, addDefaultingFuncs)
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes, addDefaultingFuncs, addContentOptionsConversion)
 	// AddToScheme adds this group to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 	// localSchemeBuilder is used by the generated defaulters.
@@ -35,6 +35,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		scheme.AddKnownTypes(gv,
 			&ClusterCatalog{}, &ClusterCatalogList{},
 			&ClusterExtension{}, &ClusterExtensionList{},
+			&ClusterCatalogContentOptions{},
 		)
 	}
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)

@@ -19,8 +19,11 @@ limitations under the License.
 package v1
 
 import (
+	olmv1 "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1"
+	internal "github.com/olm-apiserver/olm-apiserver/pkg/generated/applyconfiguration/internal"
 	apismetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	metav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -50,6 +53,46 @@ func ClusterCatalog(name string) *ClusterCatalogApplyConfiguration {
 	b.WithKind("ClusterCatalog")
 	b.WithAPIVersion("olm.operatorframework.io/v1")
 	return b
+}
+
+// ExtractClusterCatalogFrom extracts the applied configuration owned by fieldManager from
+// clusterCatalog for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// clusterCatalog must be a unmodified ClusterCatalog API object that was retrieved from the Kubernetes API.
+// ExtractClusterCatalogFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractClusterCatalogFrom(clusterCatalog *olmv1.ClusterCatalog, fieldManager string, subresource string) (*ClusterCatalogApplyConfiguration, error) {
+	b := &ClusterCatalogApplyConfiguration{}
+	err := managedfields.ExtractInto(clusterCatalog, internal.Parser().Type("com.github.olm-apiserver.olm-apiserver.pkg.apis.olm.v1.ClusterCatalog"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(clusterCatalog.Name)
+
+	b.WithKind("ClusterCatalog")
+	b.WithAPIVersion("olm.operatorframework.io/v1")
+	return b, nil
+}
+
+// ExtractClusterCatalog extracts the applied configuration owned by fieldManager from
+// clusterCatalog. If no managedFields are found in clusterCatalog for fieldManager, a
+// ClusterCatalogApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// clusterCatalog must be a unmodified ClusterCatalog API object that was retrieved from the Kubernetes API.
+// ExtractClusterCatalog provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractClusterCatalog(clusterCatalog *olmv1.ClusterCatalog, fieldManager string) (*ClusterCatalogApplyConfiguration, error) {
+	return ExtractClusterCatalogFrom(clusterCatalog, fieldManager, "")
+}
+
+// ExtractClusterCatalogStatus extracts the applied configuration owned by fieldManager from
+// clusterCatalog for the status subresource.
+func ExtractClusterCatalogStatus(clusterCatalog *olmv1.ClusterCatalog, fieldManager string) (*ClusterCatalogApplyConfiguration, error) {
+	return ExtractClusterCatalogFrom(clusterCatalog, fieldManager, "status")
 }
 
 func (b ClusterCatalogApplyConfiguration) IsApplyConfiguration() {}

@@ -19,8 +19,11 @@ limitations under the License.
 package v1
 
 import (
+	olmv1 "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1"
+	internal "github.com/olm-apiserver/olm-apiserver/pkg/generated/applyconfiguration/internal"
 	apismetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	metav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -50,6 +53,46 @@ func ClusterExtension(name string) *ClusterExtensionApplyConfiguration {
 	b.WithKind("ClusterExtension")
 	b.WithAPIVersion("olm.operatorframework.io/v1")
 	return b
+}
+
+// ExtractClusterExtensionFrom extracts the applied configuration owned by fieldManager from
+// clusterExtension for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// clusterExtension must be a unmodified ClusterExtension API object that was retrieved from the Kubernetes API.
+// ExtractClusterExtensionFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractClusterExtensionFrom(clusterExtension *olmv1.ClusterExtension, fieldManager string, subresource string) (*ClusterExtensionApplyConfiguration, error) {
+	b := &ClusterExtensionApplyConfiguration{}
+	err := managedfields.ExtractInto(clusterExtension, internal.Parser().Type("com.github.olm-apiserver.olm-apiserver.pkg.apis.olm.v1.ClusterExtension"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(clusterExtension.Name)
+
+	b.WithKind("ClusterExtension")
+	b.WithAPIVersion("olm.operatorframework.io/v1")
+	return b, nil
+}
+
+// ExtractClusterExtension extracts the applied configuration owned by fieldManager from
+// clusterExtension. If no managedFields are found in clusterExtension for fieldManager, a
+// ClusterExtensionApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// clusterExtension must be a unmodified ClusterExtension API object that was retrieved from the Kubernetes API.
+// ExtractClusterExtension provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractClusterExtension(clusterExtension *olmv1.ClusterExtension, fieldManager string) (*ClusterExtensionApplyConfiguration, error) {
+	return ExtractClusterExtensionFrom(clusterExtension, fieldManager, "")
+}
+
+// ExtractClusterExtensionStatus extracts the applied configuration owned by fieldManager from
+// clusterExtension for the status subresource.
+func ExtractClusterExtensionStatus(clusterExtension *olmv1.ClusterExtension, fieldManager string) (*ClusterExtensionApplyConfiguration, error) {
+	return ExtractClusterExtensionFrom(clusterExtension, fieldManager, "status")
 }
 
 func (b ClusterExtensionApplyConfiguration) IsApplyConfiguration() {}
