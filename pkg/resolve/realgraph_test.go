@@ -152,12 +152,13 @@ func TestRealPackagesEmptySpec(t *testing.T) {
 	}
 }
 
-// TestRealPackagesEveryInstalledVersion: for every bundle of every package's
-// default channel installed, CatalogProvided resolution in that channel
-// succeeds and chooses the highest of the installed bundle and its successors;
-// the choice also matches packages-graph/expected-successors (computed
-// independently by the test data authors; cross-checked, see
-// TestRealSuccessorsByHand).
+// TestRealPackagesEveryInstalledVersion: for every entry of every channel of
+// every package installed, CatalogProvided resolution in that channel
+// succeeds and chooses the highest of the installed bundle and its
+// successors, and resolution without channels chooses no lower version. In
+// the default channel the choice also matches
+// packages-graph/expected-successors (computed independently by the test data
+// authors; cross-checked by hand, see TestRealSuccessorsByHand).
 func TestRealPackagesEveryInstalledVersion(t *testing.T) {
 	pkgs := loadRealPackages(t)
 	others := satisfyAll(t, pkgs)
@@ -179,31 +180,44 @@ func TestRealPackagesEveryInstalledVersion(t *testing.T) {
 				t.Fatalf("oracle channel %s, default channel %s", oracle.Channel, p.data.defaultChannel)
 			}
 			src, cats := singleCatalog(p)
-			ch := p.data.channels[p.data.defaultChannel]
-			if len(oracle.NoPin) != len(ch.entries) {
-				t.Errorf("oracle has %d installed bundles, channel %d entries", len(oracle.NoPin), len(ch.entries))
+			def := p.data.channels[p.data.defaultChannel]
+			if len(oracle.NoPin) != len(def.entries) {
+				t.Errorf("oracle has %d installed bundles, default channel %d entries", len(oracle.NoPin), len(def.entries))
 			}
-			for _, e := range ch.entries {
-				installed := p.data.byName[e.bundle]
-				req := Request{PackageName: p.name, Channels: []string{ch.name},
-					Installed: &InstalledBundle{Name: installed.name, Version: installed.rawVer}, OtherExtensions: others}
-				res, err := Resolve(context.Background(), cats, src, req)
-				if err != nil {
-					t.Errorf("installed %s: %v", installed.name, err)
-					continue
-				}
-				succ := successorNames(t, p, req)
-				best := installed
-				for _, n := range succ {
-					if b := p.data.byName[n]; compareVersionRelease(b.version, b.release, best.version, best.release) > 0 {
-						best = b
+			for _, chName := range p.data.channelNames {
+				for _, e := range p.data.channels[chName].entries {
+					installed := p.data.byName[e.bundle]
+					req := Request{PackageName: p.name, Channels: []string{chName},
+						Installed: &InstalledBundle{Name: installed.name, Version: installed.rawVer}, OtherExtensions: others}
+					res, err := Resolve(context.Background(), cats, src, req)
+					if err != nil {
+						t.Errorf("installed %s, channel %s: %v", installed.name, chName, err)
+						continue
 					}
-				}
-				if res.Bundle.Name != best.name {
-					t.Errorf("installed %s: chose %s, want %s (successors %v)", installed.name, res.Bundle.Name, best.name, succ)
-				}
-				if want := oracle.NoPin[installed.name]; res.Bundle.Name != want {
-					t.Errorf("installed %s: chose %s, expected-successors says %s", installed.name, res.Bundle.Name, want)
+					succ := successorNames(t, p, req)
+					best := installed
+					for _, n := range succ {
+						if b := p.data.byName[n]; compareVersionRelease(b.version, b.release, best.version, best.release) > 0 {
+							best = b
+						}
+					}
+					if res.Bundle.Name != best.name {
+						t.Errorf("installed %s, channel %s: chose %s, want %s (successors %v)", installed.name, chName, res.Bundle.Name, best.name, succ)
+					}
+					if want, ok := oracle.NoPin[installed.name]; ok && chName == def.name && res.Bundle.Name != want {
+						t.Errorf("installed %s: chose %s, expected-successors says %s", installed.name, res.Bundle.Name, want)
+					}
+					// Without channels every channel's edges count: the
+					// candidates are a superset, so the choice is no lower.
+					req.Channels = nil
+					all, err := Resolve(context.Background(), cats, src, req)
+					if err != nil {
+						t.Errorf("installed %s, all channels: %v", installed.name, err)
+						continue
+					}
+					if b := p.data.byName[all.Bundle.Name]; compareVersionRelease(b.version, b.release, best.version, best.release) < 0 {
+						t.Errorf("installed %s: all channels chose %s, lower than %s in channel %s", installed.name, b.name, best.name, chName)
+					}
 				}
 			}
 		})
