@@ -176,11 +176,22 @@ var copyBuffers = sync.Pool{New: func() any {
 	return &b
 }}
 
-// writeBlobs copies the matched blobs, each with its newline, reading runs of
-// adjacent blobs in one go.
+// writeBlobs copies the matched blobs, each with its newline, one run of
+// adjacent blobs at a time. It reads through its own *os.File so that, when w
+// is the http.ResponseWriter, net/http can send each run with sendfile.
 func writeBlobs(w io.Writer, rev *revision, matches []int32) error {
-	bufp := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(bufp)
+	f, err := os.Open(rev.jsonlPath())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, direct := w.(io.ReaderFrom)
+	var buf []byte
+	if !direct {
+		bufp := copyBuffers.Get().(*[]byte)
+		defer copyBuffers.Put(bufp)
+		buf = *bufp
+	}
 	for k := 0; k < len(matches); {
 		start := rev.blobs[matches[k]].offset
 		end := start + rev.blobs[matches[k]].length + 1
@@ -189,7 +200,15 @@ func writeBlobs(w io.Writer, rev *revision, matches []int32) error {
 			end += rev.blobs[matches[k]].length + 1
 			k++
 		}
-		if _, err := io.CopyBuffer(w, io.NewSectionReader(rev.jsonl, start, end-start), *bufp); err != nil {
+		if _, err := f.Seek(start, io.SeekStart); err != nil {
+			return err
+		}
+		if direct {
+			_, err = io.CopyN(w, f, end-start)
+		} else {
+			_, err = io.CopyBuffer(w, io.LimitReader(f, end-start), buf)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -117,6 +117,14 @@ func blobIDOf(t *testing.T, blob []byte) blobID {
 	return id
 }
 
+func blobIDOfB(b *testing.B, blob []byte) string {
+	var id blobID
+	if err := json.Unmarshal(blob, &id); err != nil {
+		b.Fatalf("blob %q: %v", blob, err)
+	}
+	return id.Name
+}
+
 func ids(l []blobID) []string {
 	out := make([]string, len(l))
 	for i, b := range l {

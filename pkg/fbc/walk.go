@@ -22,6 +22,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"runtime"
 	"strings"
 	"unicode/utf8"
 
@@ -89,9 +90,98 @@ func (e *SyntaxError) Unwrap() error { return e.Err }
 // if onError returns nil the walk goes on with the next file. Errors from fn
 // or onError, and I/O errors walking fsys, stop the walk and are returned.
 // Empty YAML documents (a lone "---") are skipped.
+//
+// Files are parsed by up to min(GOMAXPROCS, 4) goroutines, a few files ahead
+// of fn; fn and onError are called from the calling goroutine only, one blob
+// at a time, in order. At most a few blobs per parsing goroutine are held at
+// once, so memory does not grow with the catalog.
 func WalkFS(fsys fs.FS, fn func(Meta, Source) error, onError func(*SyntaxError) error) error {
-	w := walker{fsys: fsys, fn: fn, onError: onError}
-	return w.dir(".", nil)
+	files, err := listFiles(fsys, ".", nil, nil)
+	if err != nil {
+		return err
+	}
+	workers := min(runtime.GOMAXPROCS(0), maxParsers)
+	done := make(chan struct{})
+	queue := make(chan chan item, workers)
+	go dispatch(fsys, files, workers, queue, done)
+
+	var stop error
+	for ch := range queue {
+		for it := range ch {
+			if stop != nil {
+				continue // draining after a stop
+			}
+			switch {
+			case it.err != nil:
+				stop = it.err
+			case it.syntax != nil && onError == nil:
+				stop = it.syntax
+			case it.syntax != nil:
+				stop = onError(it.syntax)
+			default:
+				stop = fn(it.meta, it.src)
+			}
+			if stop != nil {
+				close(done)
+			}
+		}
+	}
+	return stop
+}
+
+// maxParsers caps the goroutines parsing files at once.
+const maxParsers = 4
+
+// item is what a parsing goroutine hands to WalkFS: a blob, a syntax error
+// or an error that stops the walk.
+type item struct {
+	meta   Meta
+	src    Source
+	syntax *SyntaxError
+	err    error
+}
+
+var errStopped = errors.New("walk stopped")
+
+// dispatch starts a parser per file, at most workers at a time, and queues
+// their output channels in file order. It closes queue when done.
+func dispatch(fsys fs.FS, files []string, workers int, queue chan<- chan item, done <-chan struct{}) {
+	defer close(queue)
+	slots := make(chan struct{}, workers)
+	for _, p := range files {
+		select {
+		case slots <- struct{}{}:
+		case <-done:
+			return
+		}
+		ch := make(chan item, 2)
+		go func() {
+			defer func() { <-slots }()
+			defer close(ch)
+			send := func(it item) error {
+				select {
+				case ch <- it:
+					return nil
+				case <-done:
+					return errStopped
+				}
+			}
+			w := walker{fsys: fsys}
+			w.fn = func(m Meta, src Source) error {
+				m.Blob = bytes.Clone(m.Blob)
+				return send(item{meta: m, src: src})
+			}
+			w.onError = func(se *SyntaxError) error { return send(item{syntax: se}) }
+			if err := w.file(p); err != nil && !errors.Is(err, errStopped) {
+				_ = send(item{err: err})
+			}
+		}()
+		select {
+		case queue <- ch:
+		case <-done:
+			return
+		}
+	}
 }
 
 type ignoreRule struct {
@@ -99,6 +189,7 @@ type ignoreRule struct {
 	matcher *ignore.GitIgnore
 }
 
+// walker parses one file at a time, calling fn and onError.
 type walker struct {
 	fsys    fs.FS
 	fn      func(Meta, Source) error
@@ -107,16 +198,18 @@ type walker struct {
 	jbuf    bytes.Buffer // compacted JSON, reused per blob
 }
 
-func (w *walker) dir(dir string, rules []ignoreRule) error {
-	entries, err := fs.ReadDir(w.fsys, dir)
+// listFiles appends to files the regular files under dir that no
+// .indexignore rule excludes, in lexical order (directories in place).
+func listFiles(fsys fs.FS, dir string, rules []ignoreRule, files []string) ([]string, error) {
+	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
-		return fmt.Errorf("reading directory %s: %w", dir, err)
+		return nil, fmt.Errorf("reading directory %s: %w", dir, err)
 	}
 	for _, e := range entries {
 		if e.Name() == IgnoreFile && e.Type().IsRegular() {
-			data, err := fs.ReadFile(w.fsys, path.Join(dir, IgnoreFile))
+			data, err := fs.ReadFile(fsys, path.Join(dir, IgnoreFile))
 			if err != nil {
-				return fmt.Errorf("reading %s: %w", path.Join(dir, IgnoreFile), err)
+				return nil, fmt.Errorf("reading %s: %w", path.Join(dir, IgnoreFile), err)
 			}
 			lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
 			rules = append(rules[:len(rules):len(rules)], ignoreRule{dir: dir, matcher: ignore.CompileIgnoreLines(lines...)})
@@ -129,17 +222,15 @@ func (w *walker) dir(dir string, rules []ignoreRule) error {
 		}
 		switch {
 		case e.IsDir():
-			if err := w.dir(p, rules); err != nil {
-				return err
+			if files, err = listFiles(fsys, p, rules, files); err != nil {
+				return nil, err
 			}
 		case e.Type().IsRegular():
-			if err := w.file(p); err != nil {
-				return err
-			}
+			files = append(files, p)
 		}
 		// Symlinks, devices and other irregular files are not FBC content.
 	}
-	return nil
+	return files, nil
 }
 
 func ignored(rules []ignoreRule, p string, isDir bool) bool {

@@ -3,6 +3,7 @@ package fbc
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -196,5 +197,34 @@ func TestWalkStopsOnCallbackError(t *testing.T) {
 	var se *SyntaxError
 	if !errors.As(err, &se) {
 		t.Fatalf("err %v, want *SyntaxError", err)
+	}
+}
+
+func TestWalkStopsEarlyWithManyFiles(t *testing.T) {
+	fsys := fstest.MapFS{}
+	for i := range 40 {
+		fsys[fmt.Sprintf("p%02d/catalog.yaml", i)] = file(fmt.Sprintf("schema: olm.package\nname: p%02d\n---\nschema: x\nname: y%02d\n", i, i))
+	}
+	stop := errors.New("stop")
+	var names []string
+	err := WalkFS(fsys, func(m Meta, _ Source) error {
+		names = append(names, m.Name)
+		if len(names) == 5 {
+			return stop
+		}
+		return nil
+	}, nil)
+	if !errors.Is(err, stop) || strings.Join(names, ",") != "p00,y00,p01,y01,p02" {
+		t.Fatalf("err %v, blobs %v", err, names)
+	}
+	// The whole walk, in order.
+	names = nil
+	if err := WalkFS(fsys, func(m Meta, _ Source) error { names = append(names, m.Name); return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if names[2*i] != fmt.Sprintf("p%02d", i) || names[2*i+1] != fmt.Sprintf("y%02d", i) {
+			t.Fatalf("out of order at %d: %v", i, names)
+		}
 	}
 }
