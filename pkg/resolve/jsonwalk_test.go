@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -163,5 +164,33 @@ func FuzzJSONWalk(f *testing.F) {
 				}
 			}
 		}
+	})
+}
+
+// FuzzDecodePackage feeds arbitrary blobs (one per input line) next to a
+// valid package: decoding and resolution must return a result or an error,
+// never panic, and a valid package must survive garbage blobs of other
+// packages.
+func FuzzDecodePackage(f *testing.F) {
+	for _, s := range []string{
+		`{"schema":"olm.bundle","package":"p","name":"x","properties":[{"type":"olm.package","value":{"version":"bad"}}]}`,
+		`{"schema":"olm.channel","package":"p","name":"c","entries":[{"name":"x","skipRange":"<<"}]}`,
+		`{"schema":"olm.deprecations","package":"p","entries":5}`,
+		`{"schema":"olm.bundle","package":"p","name":"y","properties":[{"type":"olm.gvk","value":[]}]}`,
+		`{"schema":"olm.package","name":"p","defaultChannel":7}`,
+		"[1,2]\n{}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		blobs := linear("p", "1.0.0", "1.1.0")
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			blobs = append(blobs, line)
+		}
+		p, err := decodePackage("c", "p", blobs)
+		if err == nil && (p.byName["p.v1.0.0"] == nil || p.byName["p.v1.1.0"] == nil) {
+			t.Fatalf("valid bundles lost next to %q", data)
+		}
+		_, _ = Resolve(context.Background(), []CatalogInfo{serving("c", 0)}, staticSource(blobs), Request{PackageName: "p", Installed: inst("p.v1.0.0", "1.0.0")})
 	})
 }
