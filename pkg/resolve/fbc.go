@@ -69,8 +69,6 @@ type packageRequirement struct {
 }
 
 type deprecations struct {
-	// present is true when the package has an olm.deprecations blob.
-	present  bool
 	pkg      string            // message, "" when the package is not deprecated
 	channels map[string]string // channel name -> message
 	bundles  map[string]string // bundle name -> message
@@ -265,7 +263,6 @@ func decodePackage(cat, pkg string, blobs []json.RawMessage) (*packageData, erro
 
 func (p *packageData) addDeprecations(entries deprecationEntries) {
 	d := &p.depr
-	d.present = true
 	if d.channels == nil {
 		d.channels = map[string]string{}
 		d.bundles = map[string]string{}

@@ -20,11 +20,11 @@ const maxListed = 20
 type stage int
 
 const (
-	stageNoPackage  stage = iota // the catalog lacks the package
-	stageNoChannel               // no bundle in the requested channels
-	stageNoVersion               // no bundle in the version range
-	stageNoSucessor              // no successor of the installed bundle
-	stageCandidates              // at least one candidate
+	stageNoPackage   stage = iota // the catalog lacks the package
+	stageNoChannel                // no bundle in the requested channels
+	stageNoVersion                // no bundle in the version range
+	stageNoSuccessor              // no successor of the installed bundle
+	stageCandidates               // at least one candidate
 )
 
 // catalogEval is the evaluation of one selected catalog.
@@ -285,7 +285,7 @@ func (r *resolver) evaluate(c CatalogInfo, p *packageData) *catalogEval {
 	if len(e.inRange) == 0 {
 		return e
 	}
-	e.stage = stageNoSucessor
+	e.stage = stageNoSuccessor
 	if r.inst == nil || r.policy == SelfCertified {
 		e.candidates = append([]*bundle(nil), e.inRange...)
 	} else {
@@ -454,7 +454,7 @@ func (r *resolver) refusal(best stage, selected []CatalogInfo, evals []*catalogE
 		return &Refusal{Reason: RefusalNoVersionMatch, Message: msg}
 	}
 
-	// stageNoSucessor: bundles pass every filter but the upgrade edges.
+	// stageNoSuccessor: bundles pass every filter but the upgrade edges.
 	var matching, succOutside []*bundle
 	var bestEval *catalogEval
 	for _, e := range at {

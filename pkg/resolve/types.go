@@ -236,7 +236,9 @@ type UnmetRequirement struct {
 	// versionRange that does not parse); such a requirement can never be met.
 	Problem string
 	// Options are catalog bundles that would satisfy the requirement if
-	// installed as another ClusterExtension, best first (seed 002: the
+	// installed as another ClusterExtension, taken from every serving,
+	// available catalog (not only those this request selects: the other
+	// ClusterExtension has its own selector), best first (seed 002: the
 	// dependent's catalog, then higher catalog priority, then catalog name;
 	// within a catalog by package name; the package's default channel first,
 	// then the other channels in lexical order; within a channel the newest
