@@ -195,7 +195,10 @@ func (r *resolver) validate() *Refusal {
 		if err != nil {
 			r.warnings = append(r.warnings, fmt.Sprintf("installed bundle %s has version %q that is not semver (%v): skipRange upgrade edges from it are not followed", in.Name, in.Version, err))
 		} else {
-			r.inst.version, r.inst.release = v, v.Metadata()
+			r.inst.version, r.inst.release = v, in.Release
+			if r.inst.release == "" {
+				r.inst.release = v.Metadata()
+			}
 		}
 	}
 	return nil

@@ -463,6 +463,31 @@ func TestResolveOrdering(t *testing.T) {
 		req:        Request{PackageName: "rel", Installed: inst("rel.v1.0.0-1", "1.0.0+1")},
 		wantBundle: "rel.v1.0.0-2",
 	}, {
+		name:     "explicit installed release: a skipRange edge needs a higher release",
+		catalogs: cat,
+		content: map[string][]json.RawMessage{"cat": {
+			pkgBlob("x", "stable"),
+			mustJSON(map[string]any{"schema": "olm.bundle", "package": "x", "name": "x.r5", "image": "i",
+				"properties": []prop{{Type: "olm.package", Value: map[string]string{"packageName": "x", "version": "1.0.0", "release": "5"}}}}),
+			mustJSON(map[string]any{"schema": "olm.bundle", "package": "x", "name": "x.r7", "image": "i",
+				"properties": []prop{{Type: "olm.package", Value: map[string]string{"packageName": "x", "version": "1.0.0", "release": "7"}}}}),
+			chBlob("x", "stable", ent{Name: "x.r5", SkipRange: "<2.0.0"}, ent{Name: "x.r7", SkipRange: "<2.0.0"}),
+		}},
+		req:        Request{PackageName: "x", Installed: &InstalledBundle{Name: "x.r6", Version: "1.0.0", Release: "6"}},
+		wantBundle: "x.r7",
+	}, {
+		name:     "explicit installed release: a lower release is no successor",
+		catalogs: cat,
+		content: map[string][]json.RawMessage{"cat": {
+			pkgBlob("x", "stable"),
+			mustJSON(map[string]any{"schema": "olm.bundle", "package": "x", "name": "x.r5", "image": "i",
+				"properties": []prop{{Type: "olm.package", Value: map[string]string{"packageName": "x", "version": "1.0.0", "release": "5"}}}}),
+			chBlob("x", "stable", ent{Name: "x.r5", SkipRange: "<2.0.0"}),
+		}},
+		req:          Request{PackageName: "x", Installed: &InstalledBundle{Name: "x.r6", Version: "1.0.0", Release: "6"}},
+		wantReason:   RefusalNotSuccessor,
+		wantContains: []string{"x.r6 has no successor"},
+	}, {
 		name:       "explicit olm.package release",
 		catalogs:   cat,
 		content:    map[string][]json.RawMessage{"cat": explicitRelease},

@@ -88,10 +88,13 @@ func (g GVK) String() string {
 
 // InstalledBundle identifies the bundle currently installed for the
 // ClusterExtension being resolved (status.install.bundle in seed 000).
-// Version is the bundle's olm.package version, e.g. "1.0.0" or "1.0.0+2".
+// Version is the bundle's olm.package version, e.g. "1.0.0" or "1.0.0+2";
+// Release is status.install.bundle.release, and when empty the version's
+// build metadata ("2" for "1.0.0+2") is the release.
 type InstalledBundle struct {
 	Name    string
 	Version string
+	Release string
 }
 
 // InstalledExtension describes another ClusterExtension's installed bundle; it
