@@ -9,8 +9,12 @@
 // patterns relative to the directory holding the .indexignore) are skipped,
 // as are the .indexignore files themselves.
 //
-// Blobs are handed out one at a time (WalkFS), so memory does not grow with
-// the catalog: only the blob being read is held.
+// Blobs are handed out one at a time (WalkFS), as compact JSON lines. Memory
+// does not grow with the catalog: only the few blobs being parsed or waiting
+// for the callback are held.
+//
+// YAML is read with the YAML 1.2 core schema (see yamlToJSON): "yes", "on" and
+// "0777" are a string, a string and 777, not YAML 1.1's true, true and 511.
 package fbc
 
 import (
