@@ -169,7 +169,7 @@ func (o *Options) Config() (*Config, error) {
 		admin := &user.DefaultInfo{Name: StandaloneUser, Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
 		gc.Authentication.Authenticator = bearertoken.New(tokenfile.New(map[string]*user.DefaultInfo{token: admin}))
 		gc.Authorization.Authorizer = authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
-		kubeconfig, err = o.writeKubeconfig(token)
+		kubeconfig, err = o.writeKubeconfig(token, gc.SecureServing.Listener.Addr().String())
 		if err != nil {
 			return nil, err
 		}
@@ -205,7 +205,7 @@ func randomToken() (string, error) {
 
 // writeKubeconfig writes <data-dir>/kubeconfig for the standalone token,
 // trusting the server's self-signed certificate, and returns its path.
-func (o *Options) writeKubeconfig(token string) (string, error) {
+func (o *Options) writeKubeconfig(token, addr string) (string, error) {
 	ss := o.Recommended.SecureServing
 	ca, err := os.ReadFile(ss.ServerCert.CertKey.CertFile)
 	if err != nil {
@@ -213,7 +213,7 @@ func (o *Options) writeKubeconfig(token string) (string, error) {
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["olm-apiserver"] = &clientcmdapi.Cluster{
-		Server:                   fmt.Sprintf("https://127.0.0.1:%d", ss.BindPort),
+		Server:                   "https://" + addr,
 		CertificateAuthorityData: ca,
 	}
 	cfg.AuthInfos[StandaloneUser] = &clientcmdapi.AuthInfo{Token: token}
@@ -242,8 +242,8 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if cfg.Kubeconfig != "" {
-		fmt.Fprintf(o.Out, "standalone olm-apiserver on https://127.0.0.1:%d\nkubeconfig: %s\n",
-			o.Recommended.SecureServing.BindPort, cfg.Kubeconfig)
+		fmt.Fprintf(o.Out, "standalone olm-apiserver on https://%s\nkubeconfig: %s\n",
+			cfg.Server.GenericConfig.SecureServing.Listener.Addr(), cfg.Kubeconfig)
 	}
 	return srv.GenericAPIServer.PrepareRun().RunWithContext(ctx)
 }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Unit and package tests: go vet, then go test of every package outside test/
+# (the end-to-end suite has its own script), with the race detector on the
+# packages with concurrency worth checking (storage, controllers).
+# Extra arguments go to every `go test`.
+set -o errexit -o nounset -o pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${ROOT}"
+
+RACE_PKGS='/pkg/storage/|/pkg/controllers/'
+mapfile -t all < <(go list ./... | grep -v "/test/")
+mapfile -t race < <(printf '%s\n' "${all[@]}" | grep -E "${RACE_PKGS}" || true)
+mapfile -t plain < <(printf '%s\n' "${all[@]}" | grep -vE "${RACE_PKGS}")
+
+echo ">> go vet ./..."
+go vet ./...
+echo ">> go test (${#plain[@]} packages)"
+go test -count=1 "$@" "${plain[@]}"
+if [ "${#race[@]}" -gt 0 ]; then
+  echo ">> go test -race (${#race[@]} packages)"
+  go test -race -count=1 "$@" "${race[@]}"
+fi
