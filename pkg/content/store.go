@@ -71,7 +71,8 @@ type Info struct {
 	// image digest).
 	Revision string
 	// UnpackedAt is when Put stored this revision, truncated to whole
-	// seconds (HTTP dates have no finer resolution). Served as Last-Modified.
+	// seconds (HTTP dates have no finer resolution) and always at least one
+	// second after the previous revision's. Served as Last-Modified.
 	UnpackedAt time.Time
 	// Blobs is the number of blobs.
 	Blobs int
@@ -223,6 +224,11 @@ func (s *Store) Put(catalog string, fsys fs.FS, revisionID string) (fbc.Report, 
 	}
 	idx.Revision = revisionID
 	idx.UnpackedAt = s.now().UTC().Truncate(time.Second)
+	if prev, ok := s.Info(catalog); ok && !idx.UnpackedAt.After(prev.UnpackedAt) {
+		// Last-Modified has whole seconds: a second revision within the same
+		// second must still look newer, or If-Modified-Since would answer 304.
+		idx.UnpackedAt = prev.UnpackedAt.Add(time.Second)
+	}
 	if err := writeFileSync(filepath.Join(revDir, indexFile), idx.marshal()); err != nil {
 		_ = os.RemoveAll(revDir)
 		return report, err
@@ -237,11 +243,12 @@ func (s *Store) Put(catalog string, fsys fs.FS, revisionID string) (fbc.Report, 
 		return report, err
 	}
 	// The swap: from here on a restart serves the new revision.
-	if err := writeFileSync(filepath.Join(catDir, currentFile+".tmp"), []byte(filepath.Base(revDir)+"\n")); err == nil {
+	err = writeFileSync(filepath.Join(catDir, currentFile+".tmp"), []byte(filepath.Base(revDir)+"\n"))
+	if err == nil {
 		err = os.Rename(filepath.Join(catDir, currentFile+".tmp"), filepath.Join(catDir, currentFile))
-		if err == nil {
-			err = syncDir(catDir)
-		}
+	}
+	if err == nil {
+		err = syncDir(catDir)
 	}
 	if err != nil {
 		rev.close()

@@ -457,3 +457,22 @@ func TestSwapDuringReads(t *testing.T) {
 		t.Errorf("%d entries left in the catalog dir, want current + one revision", len(entries))
 	}
 }
+
+// TestUnpackedAtIncreases: two revisions within one second still get
+// different Last-Modified times, so If-Modified-Since never hides the second.
+func TestUnpackedAtIncreases(t *testing.T) {
+	s, clock := openStore(t, t.TempDir())
+	put(t, s, "cat", testCatalog("r1"), "r1")
+	first, _ := s.Info("cat")
+	put(t, s, "cat", testCatalog("r2"), "r2") // same clock reading
+	second, _ := s.Info("cat")
+	if !second.UnpackedAt.Equal(first.UnpackedAt.Add(time.Second)) {
+		t.Errorf("UnpackedAt %v after %v, want one second later", second.UnpackedAt, first.UnpackedAt)
+	}
+	clock.t = clock.t.Add(time.Hour)
+	put(t, s, "cat", testCatalog("r3"), "r3")
+	third, _ := s.Info("cat")
+	if !third.UnpackedAt.Equal(clock.t.Truncate(time.Second)) {
+		t.Errorf("UnpackedAt %v, want the clock %v", third.UnpackedAt, clock.t)
+	}
+}
