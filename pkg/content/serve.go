@@ -33,9 +33,9 @@ const (
 	copyBufferSize   = 256 << 10
 )
 
-// GroupResource is the resource whose subresource serves content; it names
+// groupResource is the resource whose subresource serves content; it names
 // the object in 404 and 405 Status bodies.
-var GroupResource = schema.GroupResource{Group: "olm.operatorframework.io", Resource: "clustercatalogs"}
+var groupResource = schema.GroupResource{Group: "olm.operatorframework.io", Resource: "clustercatalogs"}
 
 var queryParams = []string{"schema", "package", "name"}
 
@@ -70,7 +70,7 @@ var queryParams = []string{"schema", "package", "name"}
 func (s *Store) ServeContent(w http.ResponseWriter, r *http.Request, catalog string, subpath string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeStatus(w, apierrors.NewMethodNotSupported(GroupResource, r.Method))
+		writeStatus(w, apierrors.NewMethodNotSupported(groupResource, r.Method))
 		return
 	}
 	var q Query
@@ -277,7 +277,7 @@ func acceptsGzip(header string) bool {
 }
 
 func notFound(catalog, message string) *apierrors.StatusError {
-	err := apierrors.NewNotFound(GroupResource, catalog)
+	err := apierrors.NewNotFound(groupResource, catalog)
 	err.ErrStatus.Message = message
 	return err
 }

@@ -213,7 +213,7 @@ func TestServeNotFound(t *testing.T) {
 	for _, path := range []string{catPath("missing", ""), catPath("gone", ""), catPath("gone", "/api/v1/all"), catPath("missing", "/api/v1/metas?schema=x")} {
 		r := do(t, srv, http.MethodGet, path, nil)
 		st := checkStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound)
-		if st.Details == nil || st.Details.Group != GroupResource.Group || st.Details.Kind != GroupResource.Resource || st.Details.Name == "" {
+		if st.Details == nil || st.Details.Group != groupResource.Group || st.Details.Kind != groupResource.Resource || st.Details.Name == "" {
 			t.Errorf("%s: details %+v", path, st.Details)
 		}
 	}

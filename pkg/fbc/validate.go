@@ -17,16 +17,19 @@ const (
 	// Errors.
 	RuleSyntax                = "syntax"                      // file is not JSON/YAML, or a document is not an object
 	RuleSchemaRequired        = "schema-required"             // blob has no non-empty string "schema"
-	RuleRequiredField         = "required-field"              // a field the FBC schema reference (seeds/001) requires is missing or empty
-	RuleBundlePackageProperty = "bundle-olm-package-property" // bundle lacks exactly one valid olm.package property
+	RuleRequiredField         = "required-field"              // a field the FBC schema reference (seeds/001) requires is missing, empty or of the wrong type
+	RuleBundlePackageProperty = "bundle-olm-package-property" // bundle lacks exactly one olm.package property naming its package with a semver version
 
 	// Warnings.
-	RuleDuplicateBlob          = "duplicate-blob"           // two package/channel/bundle/deprecations blobs with the same identity
-	RuleDuplicateVersion       = "duplicate-bundle-version" // two bundles of one package with the same version
-	RuleDuplicateChannelEntry  = "duplicate-channel-entry"  // a bundle named twice in one channel
-	RuleChannelHeads           = "channel-heads"            // a channel without exactly one head
-	RuleInvalidSkipRange       = "invalid-skiprange"        // skipRange is not a semver range
-	RuleSkipRangeAboveVersion  = "skiprange-above-version"  // skipRange admits versions above the entry's own
+	RuleDuplicateBlob         = "duplicate-blob"           // two package/channel/bundle/deprecations blobs with the same identity
+	RuleDuplicateVersion      = "duplicate-bundle-version" // two bundles of one package with the same version
+	RuleDuplicateChannelEntry = "duplicate-channel-entry"  // a bundle named twice in one channel
+	RuleChannelHeads          = "channel-heads"            // a channel without exactly one head
+	RuleInvalidSkipRange      = "invalid-skiprange"        // skipRange is not a semver range
+	RuleSkipRangeAboveVersion = "skiprange-above-version"  // skipRange admits versions above the entry's own
+)
+
+const (
 	maxProblemsInErrorMessage  = 5
 	propertyTypePackage        = "olm.package"
 	deprecationSchemaMustBeOne = "olm.package, olm.channel or olm.bundle"
