@@ -45,6 +45,6 @@ start=$(date +%s)
 cd "${ROOT}/hack/tools/kube-apiserver"
 # Build into a temporary name first so an interrupted build never leaves a
 # half-written binary behind that a later run would take as valid.
-go build -ldflags "${ldflags[*]}" -o "${OUT}.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+GOWORK=off go build -ldflags "${ldflags[*]}" -o "${OUT}.tmp" k8s.io/kubernetes/cmd/kube-apiserver
 mv "${OUT}.tmp" "${OUT}"
 echo "built $("${OUT}" --version) in $(( $(date +%s) - start ))s"

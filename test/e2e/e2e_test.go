@@ -86,6 +86,7 @@ func TestE2E(t *testing.T) {
 	t.Run("APIServiceAvailable", e.testAPIServiceAvailable)
 	t.Run("Discovery", e.testDiscovery)
 	t.Run("Kubectl", e.testKubectl)
+	t.Run("Examples", e.testExamples)
 	t.Run("RBACMatrix", e.testRBACMatrix)
 	t.Run("Restart", e.testRestart)
 }

@@ -2,10 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -171,19 +171,25 @@ func (e *env) testKubectl(t *testing.T) {
 		}
 	})
 	t.Run("get -w", func(t *testing.T) {
-		var wg sync.WaitGroup
-		var watch framework.KubectlResult
-		wg.Add(1)
+		// The watch runs for 10 s; meanwhile the catalog's label changes every
+		// second, so a MODIFIED event reaches it however late kubectl starts.
+		done := make(chan framework.KubectlResult, 1)
 		go func() {
-			defer wg.Done()
-			watch = c.Kubectl(t, c.AdminKubeconfig, "get", "clustercatalogs", "-w", "--output-watch-events", "--request-timeout=8s")
+			done <- c.Kubectl(t, c.AdminKubeconfig, "get", "clustercatalogs", "-w", "--output-watch-events", "--request-timeout=10s")
 		}()
-		time.Sleep(3 * time.Second)
-		c.MustKubectl(t, "label", "clustercatalog", "e2e-catalog", "e2e-watch=seen", "--overwrite")
-		wg.Wait()
+		var watch framework.KubectlResult
+	loop:
+		for i := 0; ; i++ {
+			select {
+			case watch = <-done:
+				break loop
+			case <-time.After(time.Second):
+				c.MustKubectl(t, "label", "clustercatalog", "e2e-catalog", fmt.Sprintf("e2e-watch=%d", i), "--overwrite")
+			}
+		}
 		t.Logf("watch output:\n%s", watch.Stdout)
 		if !strings.Contains(watch.Stdout, "ADDED") || !strings.Contains(watch.Stdout, "MODIFIED") {
-			t.Errorf("kubectl get -w did not stream the initial object and the change (stderr %s):\n%s", watch.Stderr, watch.Stdout)
+			t.Errorf("kubectl get -w did not stream the initial object and a change (stderr %s):\n%s", watch.Stderr, watch.Stdout)
 		}
 	})
 	t.Run("delete", func(t *testing.T) {
@@ -200,6 +206,37 @@ func (e *env) testKubectl(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 	})
+}
+
+// testExamples applies artifacts/examples/ as the README tells users to:
+// client-side, then server-side, then deletes it.
+func (e *env) testExamples(t *testing.T) {
+	e.needServer(t)
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "artifacts", "examples")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skip("artifacts/examples/ does not exist yet")
+	}
+	framework.WaitAPIServiceAvailable(t, e.cluster, framework.ServerAPIServiceName, apiServiceTimeout)
+	c := e.cluster
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"apply", "-f", dir}, " created"},
+		{[]string{"apply", "--server-side", "-f", dir}, " serverside-applied"},
+		{[]string{"get", "-f", dir, "-o", "name"}, "olm.operatorframework.io/"},
+		{[]string{"delete", "--wait=false", "-f", dir}, " deleted"},
+	} {
+		out := c.MustKubectl(t, tt.args...)
+		t.Logf("\n%s", out)
+		if !strings.Contains(out, tt.want) {
+			t.Errorf("kubectl %s: output lacks %q", strings.Join(displayArgs(tt.args), " "), tt.want)
+		}
+	}
 }
 
 // rbacExpect is what a row of the RBAC matrix expects of kubectl.
@@ -281,6 +318,11 @@ func (e *env) testRBACMatrix(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := c.Kubectl(t, c.AdminKubeconfig, append(row.args, "--as="+row.user)...)
 			isForbidden := r.Err != nil && (strings.Contains(r.Stderr, "Forbidden") || strings.Contains(r.Stderr, "forbidden"))
+			if r.Err != nil {
+				t.Logf("-> %v: %s", r.Err, lastLine(r.Stderr))
+			} else {
+				t.Logf("-> ok")
+			}
 			switch row.want {
 			case allowed:
 				if r.Err != nil {
@@ -298,6 +340,13 @@ func (e *env) testRBACMatrix(t *testing.T) {
 		})
 	}
 	c.MustKubectl(t, "delete", "--wait=false", "clustercatalog", "rbac-catalog")
+}
+
+// lastLine returns the last line of kubectl's stderr, where it prints the
+// error.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // displayArgs shortens temporary file paths in a row's name.
@@ -326,7 +375,21 @@ func (e *env) testRestart(t *testing.T) {
 	e.server.Start(t)
 	framework.WaitAPIServiceAvailable(t, c, framework.ServerAPIServiceName, apiServiceTimeout)
 
-	after := c.MustKubectl(t, "get", "clustercatalog", "restart-catalog", "-o", "jsonpath={.metadata.uid}")
+	// The aggregator may still hold a connection to the old process: retry
+	// for up to 30 s.
+	var after string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := c.Kubectl(t, c.AdminKubeconfig, "get", "clustercatalog", "restart-catalog", "-o", "jsonpath={.metadata.uid}")
+		if r.Err == nil {
+			after = r.Stdout
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("get after restart: %v: %s", r.Err, r.Stderr)
+		}
+		time.Sleep(time.Second)
+	}
 	if before == "" || after != before {
 		t.Errorf("uid before restart %q, after %q: want the same object", before, after)
 	}
