@@ -43,6 +43,7 @@ import (
 
 	olmv1 "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1"
 	"github.com/olm-apiserver/olm-apiserver/pkg/apiserver"
+	"github.com/olm-apiserver/olm-apiserver/pkg/content"
 	generatedopenapi "github.com/olm-apiserver/olm-apiserver/pkg/generated/openapi"
 	"github.com/olm-apiserver/olm-apiserver/pkg/storage/bboltstore"
 	"github.com/olm-apiserver/olm-apiserver/pkg/storage/kv"
@@ -124,6 +125,10 @@ func (o *Options) Validate() error {
 type Config struct {
 	Server *apiserver.Config
 	DB     *kv.DB
+	// Content is the FBC content store under <data-dir>/content, served by
+	// the clustercatalogs/content subresource and filled by the catalog
+	// controller.
+	Content *content.Store
 	// Kubeconfig is the path of the standalone kubeconfig ("" otherwise).
 	Kubeconfig string
 }
@@ -180,6 +185,11 @@ func (o *Options) Config() (*Config, error) {
 		return nil, err
 	}
 	gc.AddReadyzChecks(healthz.NamedCheck("bbolt", func(*http.Request) error { return db.Healthy() }))
+	store, err := content.Open(filepath.Join(o.DataDir, "content"), content.Options{})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 
 	return &Config{
 		Server: &apiserver.Config{
@@ -188,9 +198,11 @@ func (o *Options) Config() (*Config, error) {
 			Codecs:        codecs,
 			ExtraConfig: apiserver.ExtraConfig{
 				RESTOptionsGetter: bboltstore.NewRESTOptionsGetter(db, codecs.LegacyCodec(olmv1.SchemeGroupVersion), nil),
+				Content:           store,
 			},
 		},
 		DB:         db,
+		Content:    store,
 		Kubeconfig: kubeconfig,
 	}, nil
 }

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	olmv1 "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1"
+	"github.com/olm-apiserver/olm-apiserver/pkg/content"
 	"github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned"
 	clientscheme "github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned/scheme"
 )
@@ -285,6 +289,82 @@ func assertColumns(t *testing.T, cfg *rest.Config, resource string, want []strin
 		if got[i] != want[i] {
 			t.Errorf("%s columns = %v, want %v", resource, got, want)
 			break
+		}
+	}
+}
+
+// TestContentSubresource serves content that is already in the store when
+// the server starts (as after a restart) through clustercatalogs/NAME/content.
+func TestContentSubresource(t *testing.T) {
+	dataDir := t.TempDir()
+	store, err := content.Open(filepath.Join(dataDir, "content"), content.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fbcDir := fstest.MapFS{"catalog.yaml": &fstest.MapFile{Data: []byte(`schema: olm.package
+name: foo
+defaultChannel: stable
+---
+schema: olm.channel
+package: foo
+name: stable
+entries:
+- name: foo.v1.0.0
+---
+schema: olm.bundle
+package: foo
+name: foo.v1.0.0
+image: quay.io/example/foo-bundle:v1.0.0
+properties:
+- type: olm.package
+  value: {packageName: foo, version: 1.0.0}
+---
+schema: olm.package
+name: bar
+defaultChannel: stable
+`)}}
+	if _, err := store.Put("local", fbcDir, "sha256:0000"); err != nil {
+		t.Fatalf("filling the content store: %v", err)
+	}
+
+	srv := startStandalone(t, dataDir)
+	ctx := context.Background()
+	client := versioned.NewForConfigOrDie(srv.config)
+	if _, err := client.OlmV1().ClusterCatalogs().Create(ctx, newCatalog("local"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rest.RESTClientFor(withNegotiation(srv.config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) (int, string) {
+		var code int
+		body, _ := rc.Get().RequestURI(path).Do(ctx).StatusCode(&code).Raw()
+		return code, string(body)
+	}
+	base := "/apis/olm.operatorframework.io/v1/clustercatalogs/"
+	cases := []struct {
+		path      string
+		wantCode  int
+		wantLines int
+	}{
+		{base + "local/content", http.StatusOK, 4},
+		{base + "local/content?schema=olm.bundle", http.StatusOK, 1},
+		{base + "local/content?package=foo", http.StatusOK, 3},
+		{base + "local/content/api/v1/all", http.StatusOK, 4},
+		{base + "local/content?bogus=1", http.StatusBadRequest, -1},
+		{base + "missing/content", http.StatusNotFound, -1},
+	}
+	for _, c := range cases {
+		code, body := get(c.path)
+		if code != c.wantCode {
+			t.Errorf("GET %s = %d %q, want %d", c.path, code, body, c.wantCode)
+			continue
+		}
+		if c.wantLines >= 0 {
+			if n := strings.Count(body, "\n"); n != c.wantLines {
+				t.Errorf("GET %s returned %d lines, want %d:\n%s", c.path, n, c.wantLines, body)
+			}
 		}
 	}
 }
