@@ -1,8 +1,6 @@
 package fbc
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -220,44 +218,45 @@ func (c *fieldCheck) fail(format string, args ...any) {
 	c.v.errorf(c.src, c.m.Schema, c.m.Package, c.m.Name, RuleRequiredField, format, args...)
 }
 
-// decode unmarshals the blob into dst (one pass). Only fields the FBC schema
-// reference requires are typed in dst, so a type mismatch is always a
-// required field of the wrong type: it is reported and decode returns false.
-func (c *fieldCheck) decode(dst any) bool {
-	err := json.Unmarshal(c.m.Blob, dst)
-	if err == nil {
-		return true
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		c.fail("field %q must be %s, not a JSON %s", te.Field, jsonKind(te.Type.String()), te.Value)
-	} else {
-		c.fail("blob cannot be decoded: %v", err)
-	}
-	return false
-}
-
-func jsonKind(goType string) string {
-	switch {
-	case strings.HasSuffix(goType, "string"):
-		return "a string"
-	case strings.HasPrefix(goType, "[]"), strings.HasPrefix(goType, "*[]"):
-		return "a list"
-	default:
-		return "an object"
-	}
-}
-
-// str requires a non-empty string.
-func (c *fieldCheck) str(field string, s *string) string {
-	switch {
-	case s == nil:
+// str requires a non-empty JSON string.
+func (c *fieldCheck) str(field string, raw []byte) string {
+	if isNull(raw) {
 		c.fail("field %q is required", field)
 		return ""
-	case *s == "":
+	}
+	s, ok := stringValue(raw)
+	switch {
+	case !ok:
+		c.fail("field %q must be a string", field)
+	case s == "":
 		c.fail("field %q must not be empty", field)
 	}
-	return *s
+	return s
+}
+
+// list requires a JSON array (possibly empty); ok is false when it is not one.
+func (c *fieldCheck) list(field string, raw []byte) (elems [][]byte, ok bool) {
+	if isNull(raw) {
+		c.fail("field %q is required", field)
+		return nil, false
+	}
+	if elems, ok = arrayElems(raw); !ok {
+		c.fail("field %q must be a list", field)
+	}
+	return elems, ok
+}
+
+// object requires a JSON object and returns its fields (nil when it is not one).
+func (c *fieldCheck) object(field string, raw []byte) map[string][]byte {
+	if isNull(raw) {
+		c.fail("field %q is required", field)
+		return nil
+	}
+	f := objectFields(raw)
+	if f == nil {
+		c.fail("field %q must be an object", field)
+	}
+	return f
 }
 
 func (v *Validator) duplicate(key string, m Meta, src Source, what string) {
@@ -269,54 +268,37 @@ func (v *Validator) duplicate(key string, m Meta, src Source, what string) {
 }
 
 func (v *Validator) addPackage(m Meta, src Source) {
-	var p struct {
-		Name           *string `json:"name"`
-		DefaultChannel *string `json:"defaultChannel"`
-	}
+	f := objectFields(m.Blob)
 	c := fieldCheck{v: v, m: m, src: src}
-	if !c.decode(&p) {
-		return
-	}
-	name := c.str("name", p.Name)
-	c.str("defaultChannel", p.DefaultChannel)
+	name := c.str("name", f["name"])
+	c.str("defaultChannel", f["defaultChannel"])
 	if name != "" {
 		v.duplicate("p\x00"+name, m, src, fmt.Sprintf("package %q", name))
 	}
 }
 
-type channelEntry struct {
-	Name      *string `json:"name"`
-	Replaces  any     `json:"replaces"`
-	Skips     any     `json:"skips"`
-	SkipRange any     `json:"skipRange"`
-}
-
 func (v *Validator) addChannel(m Meta, src Source) {
-	var ch struct {
-		Package *string         `json:"package"`
-		Name    *string         `json:"name"`
-		Entries *[]channelEntry `json:"entries"`
-	}
+	f := objectFields(m.Blob)
 	c := fieldCheck{v: v, m: m, src: src}
-	if !c.decode(&ch) {
-		return
-	}
-	pkg := c.str("package", ch.Package)
-	name := c.str("name", ch.Name)
-	if ch.Entries == nil {
-		c.fail("field %q is required", "entries")
+	pkg := c.str("package", f["package"])
+	name := c.str("name", f["name"])
+	entries, ok := c.list("entries", f["entries"])
+	if !ok {
 		return
 	}
 	if pkg != "" && name != "" {
 		v.duplicate("c\x00"+pkg+"\x00"+name, m, src, fmt.Sprintf("channel %q of package %q", name, pkg))
 	}
 
-	entries := *ch.Entries
 	names := make([]string, 0, len(entries))
 	replaced := map[string]bool{}
 	inChannel := map[string]bool{}
-	for i, e := range entries {
-		entry := c.str(fmt.Sprintf("entries[%d].name", i), e.Name)
+	for i, raw := range entries {
+		e := c.object(fmt.Sprintf("entries[%d]", i), raw)
+		if e == nil {
+			continue
+		}
+		entry := c.str(fmt.Sprintf("entries[%d].name", i), e["name"])
 		if entry == "" {
 			continue
 		}
@@ -326,18 +308,17 @@ func (v *Validator) addChannel(m Meta, src Source) {
 			names = append(names, entry)
 		}
 		inChannel[entry] = true
-		if r, ok := e.Replaces.(string); ok && r != "" {
+		if r, ok := stringValue(e["replaces"]); ok && r != "" {
 			replaced[r] = true
 		}
-		if skips, ok := e.Skips.([]any); ok {
-			for _, s := range skips {
-				if s, ok := s.(string); ok && s != "" {
-					replaced[s] = true
-				}
+		skips, _ := arrayElems(e["skips"])
+		for _, raw := range skips {
+			if s, ok := stringValue(raw); ok && s != "" {
+				replaced[s] = true
 			}
 		}
-		if e.SkipRange != nil {
-			v.checkSkipRange(m, src, pkg, name, entry, e.SkipRange)
+		if !isNull(e["skipRange"]) {
+			v.checkSkipRange(m, src, pkg, name, entry, e["skipRange"])
 		}
 	}
 	if c.failed || len(names) == 0 {
@@ -357,10 +338,10 @@ func (v *Validator) addChannel(m Meta, src Source) {
 	}
 }
 
-func (v *Validator) checkSkipRange(m Meta, src Source, pkg, channel, entry string, raw any) {
-	s, ok := raw.(string)
+func (v *Validator) checkSkipRange(m Meta, src Source, pkg, channel, entry string, raw []byte) {
+	s, ok := stringValue(raw)
 	if !ok {
-		v.warn(src, m.Schema, m.Package, m.Name, RuleInvalidSkipRange, "entry %q: skipRange must be a string, got %v", entry, raw)
+		v.warn(src, m.Schema, m.Package, m.Name, RuleInvalidSkipRange, "entry %q: skipRange must be a string, got %s", entry, raw)
 		return
 	}
 	constraint, err := semver.NewConstraint(s)
@@ -408,52 +389,41 @@ func quoteList(l []string) string {
 	return strings.Join(q, ", ")
 }
 
-type property struct {
-	Type  *string         `json:"type"`
-	Value json.RawMessage `json:"value"`
-}
-
-type relatedImage struct {
-	Image *string `json:"image"`
-}
-
 func (v *Validator) addBundle(m Meta, src Source) {
-	var b struct {
-		Package       *string         `json:"package"`
-		Name          *string         `json:"name"`
-		Image         *string         `json:"image"`
-		Properties    *[]property     `json:"properties"`
-		RelatedImages *[]relatedImage `json:"relatedImages"`
-	}
+	f := objectFields(m.Blob)
 	c := fieldCheck{v: v, m: m, src: src}
-	if !c.decode(&b) {
-		return
-	}
-	pkg := c.str("package", b.Package)
-	name := c.str("name", b.Name)
-	c.str("image", b.Image)
-	if b.RelatedImages != nil {
-		for i, ri := range *b.RelatedImages {
-			c.str(fmt.Sprintf("relatedImages[%d].image", i), ri.Image)
+	pkg := c.str("package", f["package"])
+	name := c.str("name", f["name"])
+	c.str("image", f["image"])
+	if !isNull(f["relatedImages"]) {
+		images, _ := c.list("relatedImages", f["relatedImages"])
+		for i, raw := range images {
+			if ri := c.object(fmt.Sprintf("relatedImages[%d]", i), raw); ri != nil {
+				c.str(fmt.Sprintf("relatedImages[%d].image", i), ri["image"])
+			}
 		}
 	}
 	if pkg != "" && name != "" {
 		v.duplicate("b\x00"+pkg+"\x00"+name, m, src, fmt.Sprintf("bundle %q of package %q", name, pkg))
 	}
-	if b.Properties == nil {
-		c.fail("field %q is required", "properties")
+	props, ok := c.list("properties", f["properties"])
+	if !ok {
 		return
 	}
 
-	var pkgProps []json.RawMessage
-	for i, p := range *b.Properties {
-		typ := c.str(fmt.Sprintf("properties[%d].type", i), p.Type)
-		if len(p.Value) == 0 || string(p.Value) == "null" {
+	var pkgProps [][]byte
+	for i, raw := range props {
+		p := c.object(fmt.Sprintf("properties[%d]", i), raw)
+		if p == nil {
+			continue
+		}
+		typ := c.str(fmt.Sprintf("properties[%d].type", i), p["type"])
+		if isNull(p["value"]) {
 			c.fail("field %q is required and must not be null", fmt.Sprintf("properties[%d].value", i))
 			continue
 		}
 		if typ == propertyTypePackage {
-			pkgProps = append(pkgProps, p.Value)
+			pkgProps = append(pkgProps, p["value"])
 		}
 	}
 	bad := func(format string, args ...any) {
@@ -463,19 +433,16 @@ func (v *Validator) addBundle(m Meta, src Source) {
 		bad("bundle must have exactly one %q property, has %d", propertyTypePackage, len(pkgProps))
 		return
 	}
-	var pp struct {
-		PackageName any `json:"packageName"`
-		Version     any `json:"version"`
-	}
-	if err := json.Unmarshal(pkgProps[0], &pp); err != nil {
+	pp := objectFields(pkgProps[0])
+	if pp == nil {
 		bad("%q property value must be an object with packageName and version", propertyTypePackage)
 		return
 	}
-	ppName, _ := pp.PackageName.(string)
+	ppName, _ := stringValue(pp["packageName"])
 	if ppName == "" || ppName != pkg {
 		bad("%q property packageName %q must equal the bundle's package %q", propertyTypePackage, ppName, pkg)
 	}
-	ver, _ := pp.Version.(string)
+	ver, _ := stringValue(pp["version"])
 	sv, err := semver.StrictNewVersion(ver)
 	if err != nil {
 		bad("%q property version %q is not a valid semantic version: %v", propertyTypePackage, ver, err)
@@ -507,41 +474,28 @@ func precedenceKey(v *semver.Version) string {
 	return fmt.Sprintf("%d.%d.%d-%s", v.Major(), v.Minor(), v.Patch(), v.Prerelease())
 }
 
-type deprecationEntry struct {
-	Reference *struct {
-		Schema *string `json:"schema"`
-		Name   *string `json:"name"`
-	} `json:"reference"`
-	Message *string `json:"message"`
-}
-
 func (v *Validator) addDeprecations(m Meta, src Source) {
-	var d struct {
-		Package *string             `json:"package"`
-		Entries *[]deprecationEntry `json:"entries"`
-	}
+	f := objectFields(m.Blob)
 	c := fieldCheck{v: v, m: m, src: src}
-	if !c.decode(&d) {
-		return
-	}
-	pkg := c.str("package", d.Package)
-	if d.Entries == nil {
-		c.fail("field %q is required", "entries")
-	} else {
-		for i, e := range *d.Entries {
-			c.str(fmt.Sprintf("entries[%d].message", i), e.Message)
-			if e.Reference == nil {
-				c.fail("field %q is required", fmt.Sprintf("entries[%d].reference", i))
-				continue
-			}
-			schema := c.str(fmt.Sprintf("entries[%d].reference.schema", i), e.Reference.Schema)
-			switch schema {
-			case SchemaPackage, "":
-			case SchemaChannel, SchemaBundle:
-				c.str(fmt.Sprintf("entries[%d].reference.name", i), e.Reference.Name)
-			default:
-				c.fail("field %q is %q, must be %s", fmt.Sprintf("entries[%d].reference.schema", i), schema, deprecationSchemaMustBeOne)
-			}
+	pkg := c.str("package", f["package"])
+	entries, _ := c.list("entries", f["entries"])
+	for i, raw := range entries {
+		e := c.object(fmt.Sprintf("entries[%d]", i), raw)
+		if e == nil {
+			continue
+		}
+		c.str(fmt.Sprintf("entries[%d].message", i), e["message"])
+		ref := c.object(fmt.Sprintf("entries[%d].reference", i), e["reference"])
+		if ref == nil {
+			continue
+		}
+		schema := c.str(fmt.Sprintf("entries[%d].reference.schema", i), ref["schema"])
+		switch schema {
+		case SchemaPackage, "":
+		case SchemaChannel, SchemaBundle:
+			c.str(fmt.Sprintf("entries[%d].reference.name", i), ref["name"])
+		default:
+			c.fail("field %q is %q, must be %s", fmt.Sprintf("entries[%d].reference.schema", i), schema, deprecationSchemaMustBeOne)
 		}
 	}
 	if pkg != "" {

@@ -81,6 +81,7 @@ func TestValidateRules(t *testing.T) {
 		{"package without defaultChannel", []string{"schema: olm.package\nname: b\n"}, true, RuleRequiredField, `"defaultChannel" is required`},
 		{"package with empty name", []string{"schema: olm.package\nname: \"\"\ndefaultChannel: s\n"}, true, RuleRequiredField, `"name" must not be empty`},
 		{"package name not a string", []string{"schema: olm.package\nname: [b]\ndefaultChannel: s\n"}, true, RuleRequiredField, `"name" must be a string`},
+		{"field names match exactly", []string{"schema: olm.package\nName: b\ndefaultChannel: s\n"}, true, RuleRequiredField, `"name" is required`},
 		{"channel without entries", []string{base, "schema: olm.channel\npackage: a\nname: beta\n"}, true, RuleRequiredField, `"entries" is required`},
 		{"channel without package", []string{base, "schema: olm.channel\nname: beta\nentries: []\n"}, true, RuleRequiredField, `"package" is required`},
 		{"channel entry without name", []string{base, "schema: olm.channel\npackage: a\nname: beta\nentries:\n  - replaces: a.v1.0.0\n"}, true, RuleRequiredField, `"entries[0].name" is required`},

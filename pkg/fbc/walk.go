@@ -486,11 +486,7 @@ func skipValue(b []byte, i int) int {
 	for ; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
+			i = stringEnd(b, i)
 			if depth == 0 {
 				return i + 1
 			}
@@ -511,6 +507,25 @@ func skipValue(b []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// stringEnd returns the position of the quote closing the string that
+// starts at b[i], using IndexByte to cross long strings (base64 data) fast.
+func stringEnd(b []byte, i int) int {
+	for {
+		j := bytes.IndexByte(b[i+1:], '"')
+		if j < 0 {
+			return len(b)
+		}
+		i += 1 + j
+		backslashes := 0
+		for k := i - 1; k >= 0 && b[k] == '\\'; k-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return i
+		}
+	}
 }
 
 func unquote(raw []byte) string {
