@@ -88,6 +88,7 @@ func TestE2E(t *testing.T) {
 	t.Run("Kubectl", e.testKubectl)
 	t.Run("Examples", e.testExamples)
 	t.Run("RBACMatrix", e.testRBACMatrix)
+	t.Run("CatalogContent", e.testCatalogContent)
 	t.Run("Restart", e.testRestart)
 }
 
