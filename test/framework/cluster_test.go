@@ -66,3 +66,40 @@ func TestClusterIdentities(t *testing.T) {
 		t.Errorf("admin kubeconfig: %v", err)
 	}
 }
+
+// TestApplyArtifactsWithoutServer applies artifacts/ with no olm-apiserver
+// (local nil): everything is created except the APIService, which
+// kube-apiserver only validates (dry run), and the Deployment, which the
+// e2e setup never applies.
+func TestApplyArtifactsWithoutServer(t *testing.T) {
+	c := StartCluster(t)
+	applied := ApplyArtifacts(t, c, nil)
+	ctx := context.Background()
+
+	kinds := map[string]int{}
+	for _, o := range applied {
+		kinds[o.GetKind()]++
+	}
+	if kinds["APIService"] != 1 || kinds["Deployment"] != 0 || kinds["Namespace"] != 1 {
+		t.Errorf("applied kinds %v, want one APIService (dry run), no Deployment, one Namespace", kinds)
+	}
+	if applied[0].GetKind() != "Namespace" {
+		t.Errorf("first object applied is a %s, want the Namespace", applied[0].GetKind())
+	}
+	svc, err := c.Client.CoreV1().Services(ServerNamespace).Get(ctx, ServerName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeExternalName || svc.Spec.ExternalName != "localhost" {
+		t.Errorf("Service type %s externalName %q, want ExternalName localhost", svc.Spec.Type, svc.Spec.ExternalName)
+	}
+	r := c.Kubectl(t, c.AdminKubeconfig, "get", "apiservice", ServerAPIServiceName)
+	if r.Err == nil || !strings.Contains(r.Stderr, "NotFound") {
+		t.Errorf("APIService exists after a dry-run apply: err=%v stdout=%s stderr=%s", r.Err, r.Stdout, r.Stderr)
+	}
+	if _, err := c.Client.AppsV1().Deployments(ServerNamespace).Get(ctx, ServerName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Deployment lookup: err = %v, want NotFound", err)
+	}
+	// Applying again changes nothing and does not fail (server-side apply).
+	ApplyArtifacts(t, c, nil)
+}
