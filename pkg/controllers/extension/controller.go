@@ -131,7 +131,6 @@ type Controller struct {
 	catalogs  listers.ClusterCatalogLister
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
-
 }
 
 // New checks cfg and builds the controller; Run starts it.
