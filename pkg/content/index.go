@@ -2,12 +2,15 @@ package content
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -28,6 +31,11 @@ type index struct {
 	// length without the newline, and the Strings positions of its schema,
 	// package and name.
 	Blobs [][5]int64 `json:"blobs"`
+	// Packages maps a package name to the byte offset and length, in
+	// packages.jsonl.gz, of a gzip member holding exactly the body of
+	// ?package=NAME: the olm.package blob NAME and every blob whose
+	// "package" is NAME, in catalog order.
+	Packages map[string][2]int64 `json:"packages"`
 }
 
 func (idx *index) marshal() []byte {
@@ -116,7 +124,117 @@ func writeRevision(dir string, fsys fs.FS) (fbc.Report, *index, error) {
 	}
 	idx.Size = offset
 	idx.GzipSize = st.Size()
+	if idx.Packages, err = writePackageMembers(dir, jf, idx); err != nil {
+		return report, nil, err
+	}
 	return report, idx, nil
+}
+
+// writePackageMembers writes packages.jsonl.gz: one gzip member per package
+// (see index.Packages), read back from catalog.jsonl, packages in name order.
+// Clients that send Accept-Encoding: gzip (Go's HTTP client does by default)
+// then get ?package=P from disk instead of compressing it per request.
+func writePackageMembers(dir string, jsonl *os.File, idx *index) (map[string][2]int64, error) {
+	members := map[string][]int{}
+	for i, b := range idx.Blobs {
+		// The same rule as Query{Package: P, PackageBlob: true}.
+		pkg, name := idx.Strings[b[3]], idx.Strings[b[4]]
+		if pkg != "" {
+			members[pkg] = append(members[pkg], i)
+		}
+		if idx.Strings[b[2]] == fbc.SchemaPackage && name != "" && name != pkg {
+			members[name] = append(members[name], i)
+		}
+	}
+	names := make([]string, 0, len(members))
+	for name := range members {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+
+	f, err := os.Create(filepath.Join(dir, packagesFile))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+
+	// Packages are compressed by a few goroutines, each into its own buffer,
+	// and written in name order; at most 2*workers members are in memory.
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	type result struct {
+		member []byte
+		err    error
+	}
+	results := make(chan chan result, workers)
+	slots := make(chan struct{}, workers)
+	go func() {
+		defer close(results)
+		for _, name := range names {
+			slots <- struct{}{}
+			ch := make(chan result, 1)
+			go func() {
+				defer func() { <-slots }()
+				member, err := compressMember(jsonl, idx, members[name])
+				ch <- result{member, err}
+			}()
+			results <- ch
+		}
+	}()
+	out := make(map[string][2]int64, len(names))
+	var offset int64
+	var firstErr error
+	i := 0
+	for ch := range results {
+		res := <-ch
+		name := names[i]
+		i++
+		if firstErr != nil {
+			continue // drain
+		}
+		if res.err == nil {
+			_, res.err = bw.Write(res.member)
+		}
+		if res.err != nil {
+			firstErr = res.err
+			continue
+		}
+		out[name] = [2]int64{offset, int64(len(res.member))}
+		offset += int64(len(res.member))
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// compressMember returns the blobs at positions blobs, each followed by a
+// newline, as one gzip member.
+func compressMember(jsonl *os.File, idx *index, blobs []int) ([]byte, error) {
+	var out bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&out, gzipLevel) // level is valid
+	var buf []byte
+	for _, i := range blobs {
+		b := idx.Blobs[i]
+		buf = slices.Grow(buf[:0], int(b[1])+1)[:b[1]+1]
+		if _, err := jsonl.ReadAt(buf[:b[1]], b[0]); err != nil {
+			return nil, err
+		}
+		buf[b[1]] = '\n'
+		if _, err := zw.Write(buf); err != nil {
+			return nil, err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }
 
 var newline = []byte{'\n'}

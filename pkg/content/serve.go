@@ -61,8 +61,9 @@ var queryParams = []string{"schema", "package", "name"}
 //   - Any other subpath, or a catalog with no content stored: 404.
 //   - Bodies over GzipThreshold bytes are gzip-compressed when Accept-Encoding
 //     allows gzip (Content-Encoding: gzip); every 200 and 304 carries
-//     Vary: Accept-Encoding. The whole catalog is sent from the file
-//     compressed at Put time; filtered bodies are compressed as they stream.
+//     Vary: Accept-Encoding. The whole catalog and ?package=P (alone) are
+//     sent from files compressed at Put time; other filtered bodies are
+//     compressed as they stream.
 //   - Last-Modified is the revision's unpack time; If-Modified-Since at or
 //     after it answers 304 Not Modified.
 //   - Errors (400, 404, 405) carry a Kubernetes metav1.Status JSON body, as the
@@ -133,6 +134,11 @@ func (s *Store) ServeContent(w http.ResponseWriter, r *http.Request, catalog str
 	var size int64
 	for _, i := range matches {
 		size += rev.blobs[i].length + 1
+	}
+	if member, ok := rev.packages[q.Package]; ok && gz && size > GzipThreshold && q == (Query{Package: q.Package, PackageBlob: true}) {
+		// ?package=P alone: its body was compressed at Put time.
+		serveRange(w, r, rev, rev.packagesPath(), member[0], member[1], true)
+		return
 	}
 	if gz && size > GzipThreshold {
 		h.Set("Content-Encoding", "gzip")
@@ -216,25 +222,36 @@ func writeBlobs(w io.Writer, rev *revision, matches []int32) error {
 }
 
 // serveFile sends the whole catalog from disk, the precompressed file when
-// compressed. Copying from an *os.File lets net/http use sendfile.
+// compressed.
 func serveFile(w http.ResponseWriter, r *http.Request, rev *revision, compressed bool) {
-	path, size := rev.jsonlPath(), rev.info.Size
 	if compressed {
-		path, size = rev.gzipPath(), rev.info.GzipSize
-		w.Header().Set("Content-Encoding", "gzip")
+		serveRange(w, r, rev, rev.gzipPath(), 0, rev.info.GzipSize, true)
+		return
 	}
+	serveRange(w, r, rev, rev.jsonlPath(), 0, rev.info.Size, false)
+}
+
+// serveRange sends length bytes of the file at path from offset, with
+// Content-Length. Copying from an *os.File lets net/http use sendfile.
+func serveRange(w http.ResponseWriter, r *http.Request, rev *revision, path string, offset, length int64, gzipped bool) {
 	f, err := os.Open(path)
+	if err == nil {
+		_, err = f.Seek(offset, io.SeekStart)
+	}
 	if err != nil {
-		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("opening content of clustercatalog %q: %w", rev.info.Catalog, err)))
+		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("reading content of clustercatalog %q: %w", rev.info.Catalog, err)))
 		return
 	}
 	defer f.Close()
-	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	if gzipped {
+		w.Header().Set("Content-Encoding", "gzip")
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(length, 10))
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return
 	}
-	_, _ = io.CopyN(w, f, size)
+	_, _ = io.CopyN(w, f, length)
 }
 
 // notModified implements If-Modified-Since (RFC 9110 §13.1.3) for GET/HEAD.

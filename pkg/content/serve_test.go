@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -309,9 +310,30 @@ func TestServeGzip(t *testing.T) {
 			}
 		})
 	}
+	// ?package=P alone is sent from its member compressed at Put time; with
+	// another filter it is compressed per request.
+	rev := s.acquire("cat")
+	member := rev.packages["m"]
+	stored, err := os.ReadFile(rev.packagesPath())
+	rev.release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := do(t, srv, http.MethodGet, catPath("cat", "?package=m"), map[string]string{"Accept-Encoding": "gzip"})
+	if !bytes.Equal(r.body, stored[member[0]:member[0]+member[1]]) || r.header.Get("Content-Length") != fmt.Sprint(member[1]) {
+		t.Errorf("?package=m is not the stored gzip member (%d bytes, Content-Length %s)", len(r.body), r.header.Get("Content-Length"))
+	}
+	if r.decoded(t) != wantBody(t, s, "cat", Query{Package: "m", PackageBlob: true}) {
+		t.Error("?package=m decodes to the wrong body")
+	}
+	r = do(t, srv, http.MethodGet, catPath("cat", "?package=m&schema=olm.bundle"), map[string]string{"Accept-Encoding": "gzip"})
+	if r.header.Get("Content-Encoding") != "gzip" || r.decoded(t) != wantBody(t, s, "cat", Query{Package: "m", Schema: "olm.bundle", PackageBlob: true}) {
+		t.Error("?package=m&schema=olm.bundle: wrong gzip body")
+	}
+
 	// The whole catalog is sent from the file compressed at Put time.
 	info, _ := s.Info("big")
-	r := do(t, srv, http.MethodGet, catPath("big", ""), map[string]string{"Accept-Encoding": "gzip"})
+	r = do(t, srv, http.MethodGet, catPath("big", ""), map[string]string{"Accept-Encoding": "gzip"})
 	if int64(len(r.body)) != info.GzipSize {
 		t.Errorf("gzip body %d bytes, stored file %d", len(r.body), info.GzipSize)
 	}

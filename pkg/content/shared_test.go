@@ -1,11 +1,15 @@
 package content
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // sharedCatalogs is the project's real test data (../shared/testdata), relative to this package.
@@ -97,14 +101,33 @@ func TestSharedCatalogsServe(t *testing.T) {
 				id := blobIDOf(t, blob)
 				packages = append(packages, id.Name)
 			}
+			rev := s.acquire(name)
+			members, err := os.ReadFile(rev.packagesPath())
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, p := range packages {
-				for _, err := range s.PackageBlobs(name, p) {
+				var body strings.Builder
+				for blob, err := range s.PackageBlobs(name, p) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					body.Write(blob)
+					body.WriteByte('\n')
 					perPackage++
 				}
+				// The gzip member stored for ?package=P is that same body.
+				m := rev.packages[p]
+				zr, err := gzip.NewReader(bytes.NewReader(members[m[0] : m[0]+m[1]]))
+				if err != nil {
+					t.Fatalf("member of %s: %v", p, err)
+				}
+				zr.Multistream(false)
+				if got, err := io.ReadAll(zr); err != nil || string(got) != body.String() {
+					t.Errorf("member of %s differs from PackageBlobs (%v)", p, err)
+				}
 			}
+			rev.release()
 			if all != info.Blobs || all == 0 || len(packages) == 0 {
 				t.Errorf("%d blobs read, Info says %d, %d packages", all, info.Blobs, len(packages))
 			}

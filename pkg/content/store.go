@@ -6,8 +6,10 @@
 //
 //	catalog.jsonl     every blob as one compact JSON line, in catalog order
 //	catalog.jsonl.gz  the same bytes gzip-compressed (served as they are)
-//	index.json        revision id, unpack time, sizes, and the byte offset,
-//	                  length, schema, package and name of every blob
+//	packages.jsonl.gz one gzip member per package: the ?package=P body
+//	index.json        revision id, unpack time, sizes, the byte offset,
+//	                  length, schema, package and name of every blob, and
+//	                  where each package's gzip member is
 //
 // and <root>/<catalog>/current names the revision being served. A new
 // revision is written beside the current one and swapped in by renaming
@@ -41,13 +43,14 @@ import (
 
 // File names inside the store.
 const (
-	currentFile = "current"
-	jsonlFile   = "catalog.jsonl"
-	gzipFile    = "catalog.jsonl.gz"
-	indexFile   = "index.json"
-	revPrefix   = "rev-"
+	currentFile  = "current"
+	jsonlFile    = "catalog.jsonl"
+	gzipFile     = "catalog.jsonl.gz"
+	packagesFile = "packages.jsonl.gz"
+	indexFile    = "index.json"
+	revPrefix    = "rev-"
 	// indexFormat is bumped when index.json changes incompatibly.
-	indexFormat = 1
+	indexFormat = 2
 )
 
 // ErrNotFound is returned (or yielded) when the store holds no content for a catalog.
@@ -389,6 +392,8 @@ type revision struct {
 	bySchema  map[string][]int32
 	byPackage map[string][]int32
 	byName    map[string][]int32
+	// packages locates each package's gzip member in packages.jsonl.gz.
+	packages map[string][2]int64
 
 	refs atomic.Int64 // one for being current, one per reader
 }
@@ -403,7 +408,7 @@ func newRevision(catalog, catDir, dir string, idx *index) (*revision, error) {
 			Catalog: catalog, Revision: idx.Revision, UnpackedAt: idx.UnpackedAt,
 			Blobs: len(idx.Blobs), Size: idx.Size, GzipSize: idx.GzipSize,
 		},
-		dir: dir, catDir: catDir, jsonl: f, strings: idx.Strings,
+		dir: dir, catDir: catDir, jsonl: f, strings: idx.Strings, packages: idx.Packages,
 		bySchema: map[string][]int32{}, byPackage: map[string][]int32{}, byName: map[string][]int32{},
 	}
 	r.blobs = make([]blobEntry, len(idx.Blobs))
@@ -427,6 +432,17 @@ func newRevision(catalog, catDir, dir string, idx *index) (*revision, error) {
 	if st, err := os.Stat(filepath.Join(dir, gzipFile)); err != nil || st.Size() != idx.GzipSize {
 		f.Close()
 		return nil, fmt.Errorf("%s does not match its index", gzipFile)
+	}
+	st, err := os.Stat(filepath.Join(dir, packagesFile))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	for name, m := range idx.Packages {
+		if m[0] < 0 || m[1] <= 0 || m[0]+m[1] > st.Size() {
+			f.Close()
+			return nil, fmt.Errorf("%s: member of package %q out of range", packagesFile, name)
+		}
 	}
 	r.refs.Store(1)
 	return r, nil
@@ -454,8 +470,9 @@ func (r *revision) release() {
 
 func (r *revision) close() { _ = r.jsonl.Close() }
 
-func (r *revision) gzipPath() string  { return filepath.Join(r.dir, gzipFile) }
-func (r *revision) jsonlPath() string { return filepath.Join(r.dir, jsonlFile) }
+func (r *revision) gzipPath() string     { return filepath.Join(r.dir, gzipFile) }
+func (r *revision) jsonlPath() string    { return filepath.Join(r.dir, jsonlFile) }
+func (r *revision) packagesPath() string { return filepath.Join(r.dir, packagesFile) }
 
 // match returns the positions of the blobs matching q, ascending. The work
 // is proportional to the shortest posting list among the set filters.

@@ -231,6 +231,30 @@ func TestStoredFiles(t *testing.T) {
 	if st, _ := gz.Stat(); st.Size() != info.GzipSize {
 		t.Errorf("GzipSize %d, file has %d", info.GzipSize, st.Size())
 	}
+
+	// One gzip member per package, each the ?package=P body.
+	members, err := os.ReadFile(rev.packagesPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rev.packages) != 2 {
+		t.Fatalf("members for %d packages, want a and b", len(rev.packages))
+	}
+	for _, pkg := range []string{"a", "b"} {
+		m, ok := rev.packages[pkg]
+		if !ok {
+			t.Fatalf("no member for package %s", pkg)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(members[m[0] : m[0]+m[1]]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr.Multistream(false)
+		got, err := io.ReadAll(zr)
+		if err != nil || string(got) != wantBody(t, s, "cat", Query{Package: pkg, PackageBlob: true}) {
+			t.Errorf("member of %s: %q (%v)", pkg, got, err)
+		}
+	}
 }
 
 func TestFailedPutKeepsPrevious(t *testing.T) {
