@@ -42,7 +42,8 @@ var queryParams = []string{"schema", "package", "name"}
 // ServeContent answers one request for the content of catalog. subpath is
 // what follows ".../clustercatalogs/NAME/content" in the request path: "" (or
 // "/") for the content subresource itself, PathAll or PathMetas for the
-// upstream-compatible paths. r.URL's query, r.Method and the request headers
+// upstream-compatible paths; leading and trailing slashes do not matter.
+// r.URL's query, r.Method and the request headers
 // are read; the rest of r.URL is not.
 //
 // Behaviour (catalogd web contract, seeds/000, and issue 4):
@@ -77,8 +78,8 @@ func (s *Store) ServeContent(w http.ResponseWriter, r *http.Request, catalog str
 	var q Query
 	whole := false
 	values := r.URL.Query()
-	switch strings.TrimSuffix(subpath, "/") {
-	case "":
+	switch "/" + strings.Trim(subpath, "/") {
+	case "/":
 		for key, vals := range values {
 			if !isQueryParam(key) {
 				writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("unknown query parameter %q: the content of a catalog can be filtered by %s", key, strings.Join(queryParams, ", "))))

@@ -131,6 +131,7 @@ func TestServeFilters(t *testing.T) {
 		{"empty values do not filter", "?schema=&package=b", []string{"olm.package//b", "olm.channel/b/stable", "olm.bundle/b/b.v1.0.0", "olm.deprecations/b/"}},
 		{"no match", "?name=nothing", nil},
 		{"upstream all", "/api/v1/all", testCatalogBlobs},
+		{"upstream all, trailing slash", "/api/v1/all/", testCatalogBlobs},
 		{"upstream all ignores the query", "/api/v1/all?schema=olm.bundle", testCatalogBlobs},
 		{"upstream metas: package field only", "/api/v1/metas?package=a", []string{"olm.channel/a/stable", "olm.bundle/a/a.v1.0.0", "olm.bundle/a/a.v2.0.0"}},
 		{"upstream metas: schema and name", "/api/v1/metas?schema=olm.package&name=b", []string{"olm.package//b"}},
@@ -427,5 +428,19 @@ func TestServeUncompressedBodyMatchesStore(t *testing.T) {
 	r = do(t, srv, http.MethodGet, catPath("cat", "?package=a"), nil)
 	if string(r.body) != wantBody(t, s, "cat", Query{Package: "a", PackageBlob: true}) {
 		t.Error("filtered body differs from Blobs")
+	}
+}
+
+// TestServeSubpathForms: the subpath may come with or without its leading
+// slash (the apiserver adds one; other callers may not).
+func TestServeSubpathForms(t *testing.T) {
+	s, _ := openStore(t, t.TempDir())
+	put(t, s, "cat", testCatalog("r1"), "r1")
+	for _, sub := range []string{"api/v1/metas", "/api/v1/metas", "/api/v1/metas/"} {
+		rec := httptest.NewRecorder()
+		s.ServeContent(rec, httptest.NewRequest(http.MethodGet, "/x?schema=olm.package", nil), "cat", sub)
+		if rec.Code != http.StatusOK || strings.Count(rec.Body.String(), "\n") != 2 {
+			t.Errorf("subpath %q: %d %q", sub, rec.Code, rec.Body.String())
+		}
 	}
 }
