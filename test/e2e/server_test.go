@@ -194,17 +194,16 @@ func (e *env) testKubectl(t *testing.T) {
 	})
 	t.Run("delete", func(t *testing.T) {
 		c.MustKubectl(t, "delete", "--wait=false", "-f", catalog, "-f", extension)
-		deadline := time.Now().Add(60 * time.Second)
-		for {
+		framework.Eventually(t, 60*time.Second, time.Second, "objects gone after delete", func() error {
 			r := c.Kubectl(t, c.AdminKubeconfig, "get", "clustercatalogs,clusterextensions", "-o", "name")
-			if r.Err == nil && !strings.Contains(r.Stdout, "e2e-catalog") && !strings.Contains(r.Stdout, "e2e-extension") {
-				return
+			if r.Err != nil {
+				return fmt.Errorf("%v: %s", r.Err, r.Stderr)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("objects still present 60 s after delete: %s %s %v", r.Stdout, r.Stderr, r.Err)
+			if strings.Contains(r.Stdout, "e2e-catalog") || strings.Contains(r.Stdout, "e2e-extension") {
+				return fmt.Errorf("still listed: %s", r.Stdout)
 			}
-			time.Sleep(time.Second)
-		}
+			return nil
+		})
 	})
 }
 
@@ -378,18 +377,14 @@ func (e *env) testRestart(t *testing.T) {
 	// The aggregator may still hold a connection to the old process: retry
 	// for up to 30 s.
 	var after string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	framework.Eventually(t, 30*time.Second, time.Second, "get after restart", func() error {
 		r := c.Kubectl(t, c.AdminKubeconfig, "get", "clustercatalog", "restart-catalog", "-o", "jsonpath={.metadata.uid}")
-		if r.Err == nil {
-			after = r.Stdout
-			break
+		if r.Err != nil {
+			return fmt.Errorf("%v: %s", r.Err, r.Stderr)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("get after restart: %v: %s", r.Err, r.Stderr)
-		}
-		time.Sleep(time.Second)
-	}
+		after = r.Stdout
+		return nil
+	})
 	if before == "" || after != before {
 		t.Errorf("uid before restart %q, after %q: want the same object", before, after)
 	}

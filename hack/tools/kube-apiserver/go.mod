@@ -1,4 +1,4 @@
-// Module kube-apiserver-tool builds the real kube-apiserver used by the e2e tests
+// This module builds the real kube-apiserver used by the e2e tests
 // (issue 9). It is a separate module so the main go.mod stays free of
 // k8s.io/kubernetes.
 //
