@@ -28,7 +28,7 @@ import (
 // without any condition before the scenario concludes that no catalog
 // controller runs (and skips), and how long it may take to become Serving.
 const (
-	noControllerWait = 45 * time.Second
+	noControllerWait = 30 * time.Second
 	servingWait      = 4 * time.Minute
 )
 
