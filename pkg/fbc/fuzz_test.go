@@ -12,7 +12,8 @@ import (
 // FuzzLoad feeds arbitrary bytes to the reader as one file, under a .yaml
 // and a .json name. Whatever the input, Load must not panic or hang, every
 // blob handed out must be one compact JSON object whose Meta agrees with its
-// fields, and blob positions must increase.
+// fields, the validator's JSON scanner must agree with encoding/json, and
+// blob positions must increase.
 //
 // Run: go test ./pkg/fbc -run '^$' -fuzz FuzzLoad -fuzztime 60s
 func FuzzLoad(f *testing.F) {
@@ -47,6 +48,18 @@ func FuzzLoad(f *testing.F) {
 				var fields map[string]any
 				if err := json.Unmarshal(m.Blob, &fields); err != nil {
 					t.Fatalf("%s: blob is not valid JSON: %v: %q", src, err, m.Blob)
+				}
+				// The copy-free scanner the validator uses agrees with encoding/json.
+				var ref map[string]json.RawMessage
+				_ = json.Unmarshal(m.Blob, &ref)
+				scanned := objectFields(m.Blob)
+				if len(scanned) != len(ref) {
+					t.Fatalf("%s: objectFields has %d keys, encoding/json %d: %q", src, len(scanned), len(ref), m.Blob)
+				}
+				for k, v := range ref {
+					if string(scanned[k]) != string(v) {
+						t.Fatalf("%s: field %q: objectFields %s, encoding/json %s", src, k, scanned[k], v)
+					}
 				}
 				for key, got := range map[string]string{"schema": m.Schema, "package": m.Package, "name": m.Name} {
 					if want, _ := fields[key].(string); want != got {
