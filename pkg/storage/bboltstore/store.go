@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -618,6 +619,14 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 		if stopped {
 			afterChunk = res.Remaining + 1
 		}
+		if !paging && len(items) >= parallelDecodeMin {
+			// Unpaged lists decode on all CPUs; results keep key order.
+			if err := s.appendListItemsParallel(ctx, transformer, items, newItem, pred, v); err != nil {
+				return err
+			}
+			lastKey = items[len(items)-1].Key
+			items = nil
+		}
 		for i, item := range items {
 			if paging && int64(v.Len()) >= limit {
 				hasMore = true
@@ -667,24 +676,89 @@ const maxChunk = 10000
 // when it matches pred. An unreadable value aborts the list.
 func (s *Store) appendListItem(ctx context.Context, transformer value.Transformer, item kv.KeyValue,
 	newItem func() runtime.Object, pred storage.SelectionPredicate, v reflect.Value) error {
+	obj, err := s.decodeListItem(ctx, transformer, item, newItem, pred)
+	if err != nil {
+		return err
+	}
+	if obj != nil {
+		v.Set(reflect.Append(v, reflect.ValueOf(obj).Elem()))
+	}
+	return nil
+}
+
+// decodeListItem transforms and decodes one stored value; it returns nil
+// when the object does not match pred.
+func (s *Store) decodeListItem(ctx context.Context, transformer value.Transformer, item kv.KeyValue,
+	newItem func() runtime.Object, pred storage.SelectionPredicate) (runtime.Object, error) {
 	data, _, err := transformer.TransformFromStorage(ctx, item.Value, keyContext(item.Key))
 	if err != nil {
-		return storage.NewInternalError(fmt.Errorf("unable to transform key %q: %w", item.Key, err))
+		return nil, storage.NewInternalError(fmt.Errorf("unable to transform key %q: %w", item.Key, err))
 	}
 	select {
 	case <-ctx.Done():
-		return storage.NewTimeoutError(item.Key, "request did not complete within requested timeout")
+		return nil, storage.NewTimeoutError(item.Key, "request did not complete within requested timeout")
 	default:
 	}
 	obj, _, err := s.codec.Decode(data, nil, newItem())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.versioner.UpdateObject(obj, uint64(item.ModRevision)); err != nil {
 		utilruntime.HandleError(fmt.Errorf("bboltstore: setting resourceVersion: %w", err))
 	}
 	if ok, err := pred.Matches(obj); err == nil && ok {
-		v.Set(reflect.Append(v, reflect.ValueOf(obj).Elem()))
+		return obj, nil
+	}
+	return nil, nil
+}
+
+// parallelDecodeMin is the list size from which decoding is spread over
+// GOMAXPROCS goroutines.
+const parallelDecodeMin = 512
+
+// appendListItemsParallel is appendListItem over items on GOMAXPROCS
+// goroutines. The matching objects are appended in key order; on an error,
+// the objects before the first failing item are appended and that error is
+// returned, as the serial path does.
+func (s *Store) appendListItemsParallel(ctx context.Context, transformer value.Transformer, items []kv.KeyValue,
+	newItem func() runtime.Object, pred storage.SelectionPredicate, v reflect.Value) error {
+	objs := make([]runtime.Object, len(items))
+	errs := make([]error, len(items))
+	workers := goruntime.GOMAXPROCS(0)
+	if workers > len(items) {
+		workers = len(items)
+	}
+	per := (len(items) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := w*per, min((w+1)*per, len(items))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				obj, err := s.decodeListItem(ctx, transformer, items[i], newItem, pred)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				objs[i] = obj
+			}
+		}()
+	}
+	wg.Wait()
+	growTo := v.Len() + len(items)
+	if v.Cap() < growTo {
+		grown := reflect.MakeSlice(v.Type(), v.Len(), growTo)
+		reflect.Copy(grown, v)
+		v.Set(grown)
+	}
+	for i := range items {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		if objs[i] != nil {
+			v.Set(reflect.Append(v, reflect.ValueOf(objs[i]).Elem()))
+		}
 	}
 	return nil
 }
