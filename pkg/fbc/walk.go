@@ -93,7 +93,9 @@ func (e *SyntaxError) Unwrap() error { return e.Err }
 // reported to onError as a *SyntaxError and the rest of that file is skipped;
 // if onError returns nil the walk goes on with the next file. Errors from fn
 // or onError, and I/O errors walking fsys, stop the walk and are returned.
-// Empty YAML documents (a lone "---") are skipped.
+// Empty YAML documents (a lone "---") are skipped. Symbolic links and other
+// irregular files are skipped, not followed: a link could point outside the
+// catalog (upstream follows them).
 //
 // Files are parsed by up to min(GOMAXPROCS, 4) goroutines, a few files ahead
 // of fn; fn and onError are called from the calling goroutine only, one blob

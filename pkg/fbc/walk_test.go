@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -226,5 +228,26 @@ func TestWalkStopsEarlyWithManyFiles(t *testing.T) {
 		if names[2*i] != fmt.Sprintf("p%02d", i) || names[2*i+1] != fmt.Sprintf("y%02d", i) {
 			t.Fatalf("out of order at %d: %v", i, names)
 		}
+	}
+}
+
+func TestWalkSkipsSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret.yaml")
+	if err := os.WriteFile(outside, []byte("schema: olm.package\nname: secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte("schema: olm.package\nname: inside\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link.yaml")); err != nil {
+		t.Skipf("symlinks not supported: %v", err)
+	}
+	var names []string
+	if err := WalkFS(os.DirFS(dir), func(m Meta, _ Source) error { names = append(names, m.Name); return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(names, ",") != "inside" {
+		t.Fatalf("read %v, want only the regular file", names)
 	}
 }
