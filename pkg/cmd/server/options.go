@@ -64,6 +64,8 @@ type Options struct {
 	// DataDir holds the bbolt database (olm.db), the catalog content and,
 	// in standalone mode, the serving certificate and the kubeconfig.
 	DataDir string
+	// Catalogs configure the ClusterCatalog controller (options_controllers.go).
+	Catalogs CatalogOptions
 
 	Out io.Writer
 }
@@ -76,7 +78,7 @@ func NewOptions(out io.Writer) *Options {
 	// Objects are stored by our own bbolt backend, not etcd.
 	ro.Etcd = nil
 	ro.SecureServing.BindPort = 8443
-	return &Options{Recommended: ro, DataDir: "data", Out: out}
+	return &Options{Recommended: ro, DataDir: "data", Catalogs: NewCatalogOptions(), Out: out}
 }
 
 // AddFlags adds every option to fs.
@@ -86,6 +88,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Run without kube-apiserver: listen on 127.0.0.1 only with a self-signed certificate, admit one random bearer token "+
 			"with every right (reject everyone else with 401), and write a kubeconfig for it into --data-dir.")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the bbolt database, the catalog content and (standalone) the certificate and kubeconfig.")
+	o.Catalogs.AddFlags(fs)
 }
 
 // Complete fills in what depends on other options: standalone mode binds
@@ -253,6 +256,11 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	waitControllers, err := o.startCatalogController(srv.GenericAPIServer, cfg)
+	if err != nil {
+		return err
+	}
+	defer waitControllers() // before the database is closed
 	if cfg.Kubeconfig != "" {
 		fmt.Fprintf(o.Out, "standalone olm-apiserver on https://%s\nkubeconfig: %s\n",
 			cfg.Server.GenericConfig.SecureServing.Listener.Addr(), cfg.Kubeconfig)

@@ -167,8 +167,10 @@ func (c *Controller) enqueue(obj any) {
 }
 
 // Run starts the informer and the workers and blocks until ctx is done,
-// then stops the queue and waits for the workers; it returns nil. Content of catalogs that
-// no longer exist is deleted once the informer has synced.
+// then stops the queue and waits for the workers; it returns nil. Content
+// of a catalog is deleted by its finalizer or when a reconcile finds the
+// catalog gone; content stored for names that never had a catalog is left
+// alone (tests and tools fill the store directly).
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("catalog-controller")
 	ctx = klog.NewContext(ctx, logger)
@@ -177,11 +179,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return nil // stopped before the informer synced
-	}
-	for _, info := range c.o.Store.Catalogs() {
-		if _, err := c.lister.Get(info.Catalog); apierrors.IsNotFound(err) {
-			c.queue.Add(info.Catalog)
-		}
 	}
 	logger.Info("started", "workers", c.o.Workers)
 	var wg sync.WaitGroup
