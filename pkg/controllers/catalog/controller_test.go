@@ -38,7 +38,7 @@ import (
 // httptest server that can be stopped and restarted on the same address,
 // counting the requests that pull (GET of manifests and blobs).
 type testRegistry struct {
-	t       *testing.T
+	t       testing.TB
 	handler http.Handler
 	addr    string
 	srv     *httptest.Server
@@ -46,7 +46,7 @@ type testRegistry struct {
 	heads   atomic.Int64
 }
 
-func newRegistry(t *testing.T) *testRegistry {
+func newRegistry(t testing.TB) *testRegistry {
 	r := &testRegistry{t: t}
 	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r.handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -83,7 +83,7 @@ func (r *testRegistry) stop() {
 
 // push builds a catalog image of fsys (labels nil: the default FBC label)
 // and pushes it as repo:tag; it returns the digest ref.
-func (r *testRegistry) push(t *testing.T, img v1.Image, repoTag string) string {
+func (r *testRegistry) push(t testing.TB, img v1.Image, repoTag string) string {
 	t.Helper()
 	p, err := image.NewPuller(image.Options{Keychain: authn.NewMultiKeychain()})
 	if err != nil {
@@ -132,7 +132,7 @@ properties:
 
 // env runs the controller against a fake clientset and a content store.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	reg      *testRegistry
 	client   *fake.Clientset
 	dataDir  string
@@ -144,7 +144,7 @@ type env struct {
 
 // newEnv uses NewSimpleClientset: NewClientset needs a structured-merge
 // schema the generated fake lacks.
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	e := &env{t: t, reg: newRegistry(t), client: fake.NewSimpleClientset(), dataDir: t.TempDir()}
 	e.start()
 	t.Cleanup(e.stop)
@@ -167,7 +167,7 @@ func (e *env) start() {
 		Client: e.client, Store: store, Puller: puller, TempDir: filepath.Join(e.dataDir, "unpack"),
 		ExternalAddress: "olm.example:6443", Recorder: e.recorder,
 		RetryBaseDelay: 50 * time.Millisecond, RetryMaxDelay: 200 * time.Millisecond, PollUnit: 100 * time.Millisecond,
-		Limits: image.Limits{MaxFileBytes: 64 << 20, MaxLayerBytes: 64 << 20},
+		Limits: image.Limits{MaxFileBytes: 64 << 20, MaxLayerBytes: 256 << 20},
 	})
 	if err != nil {
 		t.Fatal(err)
