@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -232,6 +234,63 @@ func gzipBomb(t *testing.T, size int64) []byte {
 	return out.Bytes()
 }
 
+// paxRecord formats one PAX extended header record ("LEN key=value\n",
+// LEN counting itself).
+func paxRecord(k, v string) string {
+	body := " " + k + "=" + v + "\n"
+	n := len(body) + 1
+	for len(strconv.Itoa(n))+len(body) != n {
+		n++
+	}
+	return strconv.Itoa(n) + body
+}
+
+// sparseTar returns a tar holding one GNU sparse file (PAX format 1.0) of
+// logical size size whose only data is its last byte. archive/tar reads
+// such files but cannot write them, so the PAX header is patched by hand.
+func sparseTar(t *testing.T, name string, size int64) []byte {
+	t.Helper()
+	recs := paxRecord("GNU.sparse.major", "1") + paxRecord("GNU.sparse.minor", "0") +
+		paxRecord("GNU.sparse.name", name) + paxRecord("GNU.sparse.realsize", strconv.FormatInt(size, 10))
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "PaxHeaders.0/sparse", Typeflag: tar.TypeReg, Size: int64(len(recs)), Mode: 0o644, Format: tar.FormatUSTAR}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(recs)); err != nil {
+		t.Fatal(err)
+	}
+	sparseMap := make([]byte, 512)
+	copy(sparseMap, fmt.Sprintf("1\n%d\n1\n", size-1))
+	data := append(sparseMap, 'z')
+	if err := tw.WriteHeader(&tar.Header{Name: "GNUSparseFile.0/sparse", Typeflag: tar.TypeReg, Size: int64(len(data)), Mode: 0o644, Format: tar.FormatUSTAR}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.Bytes()
+	block := out[:512]
+	block[156] = tar.TypeXHeader
+	for i := 148; i < 156; i++ {
+		block[i] = ' '
+	}
+	sum := 0
+	for _, b := range block {
+		sum += int(b)
+	}
+	copy(block[148:], fmt.Sprintf("%06o\x00 ", sum))
+	// The file really is sparse: archive/tar reports the logical size.
+	hdr, err := tar.NewReader(bytes.NewReader(out)).Next()
+	if err != nil || hdr.Name != name || hdr.Size != size {
+		t.Fatalf("hand-made sparse tar reads as %+v, %v", hdr, err)
+	}
+	return out
+}
+
 func TestExtractHostile(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -257,7 +316,13 @@ func TestExtractHostile(t *testing.T) {
 		{"hardlink out of the subtree", func(t *testing.T) []byte {
 			return tarBytes(t, []entry{{name: "etc/passwd", body: "root"}, {name: "configs/h", typ: tar.TypeLink, link: "etc/passwd"}})
 		}, Limits{}, `hardlink configs/h points to etc/passwd, outside /configs`},
-		{"10 GB file (default limits)", func(t *testing.T) []byte {
+		{"10 GB sparse file (default limits)", func(t *testing.T) []byte {
+			return sparseTar(t, "configs/sparse", 10<<30)
+		}, Limits{}, `file configs/sparse is 10737418240 bytes, more than the 1073741824-byte limit`},
+		{"10 GB sparse file within the file limit, over the total", func(t *testing.T) []byte {
+			return sparseTar(t, "configs/sparse", 10<<30)
+		}, Limits{MaxFileBytes: 16 << 30, MaxTotalBytes: 1 << 30}, `extracting configs/sparse would write more than 1073741824 bytes \(limit\)`},
+		{"10 GB file declared in a header (default limits)", func(t *testing.T) []byte {
 			return tarBytes(t, []entry{{name: "configs/huge", size: 10 << 30}})
 		}, Limits{}, `file configs/huge is 10737418240 bytes, more than the 1073741824-byte limit`},
 		{"gzip bomb", func(t *testing.T) []byte {
