@@ -95,7 +95,7 @@ func (o *Options) startCatalogController(srv *genericapiserver.GenericAPIServer,
 		}
 		ctrl, err := catalogcontroller.New(catalogcontroller.Options{
 			Client: client, Store: cfg.Content, Puller: puller,
-			TempDir:         filepath.Join(o.DataDir, "unpack"),
+			TempDir:         filepath.Join(o.DataDir, "catalog-unpack"),
 			ExternalAddress: external, Limits: c.Limits, Workers: c.CatalogWorkers, Recorder: recorder,
 		})
 		if err != nil {

@@ -73,7 +73,8 @@ type Options struct {
 	// Puller pulls the images. Required.
 	Puller *image.Puller
 	// TempDir holds extractions until Store.Put has copied them; it should be
-	// on the data directory's filesystem. Required.
+	// on the data directory's filesystem and used by nothing else: Run
+	// empties it (leftovers of a crash). Required.
 	TempDir string
 	// ExternalAddress is the host[:port] clients reach the server at;
 	// status.urls.base is https://ExternalAddress/apis/olm.operatorframework.io/v1/clustercatalogs/NAME/content.
@@ -174,6 +175,9 @@ func (c *Controller) enqueue(obj any) {
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("catalog-controller")
 	ctx = klog.NewContext(ctx, logger)
+	if err := os.RemoveAll(c.o.TempDir); err != nil {
+		logger.Error(err, "removing leftover extractions", "dir", c.o.TempDir)
+	}
 	defer c.queue.ShutDown()
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
@@ -204,6 +208,10 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	defer c.queue.Done(key)
 	res, err := c.Reconcile(ctx, key)
 	switch {
+	case apierrors.IsConflict(err):
+		// Our informer had not seen our own last write yet: try again.
+		klog.FromContext(ctx).V(2).Info("conflict, requeued", "clustercatalog", key)
+		c.queue.AddRateLimited(key)
 	case err != nil:
 		if ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "reconcile failed", "clustercatalog", key)

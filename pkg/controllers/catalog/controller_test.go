@@ -481,6 +481,10 @@ func TestRegistryDownAndRestart(t *testing.T) {
 	if info, ok := store.Info("test"); !ok || info.Revision != digestRef {
 		t.Fatalf("store after restart: %+v %v", info, ok)
 	}
+	leftover := filepath.Join(e.dataDir, "unpack", "test-crashed")
+	if err := os.MkdirAll(leftover, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	e.start()
 	if code, _, _ := e.content("test", ""); code != http.StatusOK {
 		t.Errorf("content %d right after restart", code)
@@ -494,6 +498,9 @@ func TestRegistryDownAndRestart(t *testing.T) {
 	}
 	if got := e.reg.pulls.Load() - pulls; got != 0 {
 		t.Errorf("%d pull requests after restart with an unchanged digest", got)
+	}
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Errorf("leftover extraction of a crash not removed: %v", err)
 	}
 	cat = e.get("test")
 	if !servedRef(digestRef)(cat) || !cat.Status.LastUnpacked.Equal(unpacked) {
