@@ -66,6 +66,8 @@ type Options struct {
 	DataDir string
 	// Catalogs configure the ClusterCatalog controller (options_controllers.go).
 	Catalogs CatalogOptions
+	// Extensions configure the ClusterExtension controller (options_extensions.go).
+	Extensions ExtensionOptions
 
 	Out io.Writer
 }
@@ -78,12 +80,13 @@ func NewOptions(out io.Writer) *Options {
 	// Objects are stored by our own bbolt backend, not etcd.
 	ro.Etcd = nil
 	ro.SecureServing.BindPort = 8443
-	return &Options{Recommended: ro, DataDir: "data", Catalogs: NewCatalogOptions(), Out: out}
+	return &Options{Recommended: ro, DataDir: "data", Catalogs: NewCatalogOptions(), Extensions: NewExtensionOptions(), Out: out}
 }
 
 // AddFlags adds every option to fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Recommended.AddFlags(fs)
+	o.Extensions.AddFlags(fs)
 	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
 		"Run without kube-apiserver: listen on 127.0.0.1 only with a self-signed certificate, admit one random bearer token "+
 			"with every right (reject everyone else with 401), and write a kubeconfig for it into --data-dir.")
@@ -114,6 +117,7 @@ func (o *Options) Complete() error {
 func (o *Options) Validate() error {
 	var errs []error
 	errs = append(errs, o.Recommended.Validate()...)
+	errs = append(errs, o.Extensions.Validate()...)
 	if o.DataDir == "" {
 		errs = append(errs, fmt.Errorf("--data-dir must not be empty"))
 	}
@@ -190,6 +194,10 @@ func (o *Options) Config() (*Config, error) {
 	gc.AddReadyzChecks(healthz.NamedCheck("bbolt", func(*http.Request) error { return db.Healthy() }))
 	store, err := content.Open(filepath.Join(o.DataDir, "content"), content.Options{})
 	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := o.addExtensionController(gc, store); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -68,6 +68,11 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		}
 		return 0, errRetry
 	}
+	if after == 0 {
+		// Blocked: a human fixes what blocks it (e.g. removes a conflicting
+		// object) without an event reaching us, so look again periodically.
+		after = c.cfg.ResyncPeriod
+	}
 	return after, nil
 }
 
@@ -217,6 +222,11 @@ func (c *Controller) install(ctx context.Context, ce *olmv1.ClusterExtension) (o
 	}
 
 	o := outcome{installed: done.Installed, reason: olmv1.ReasonSucceeded, deprecation: res.Deprecation}
+	if installed == nil || installed.Name != b.Name {
+		// BundleDeprecated is about the installed bundle, which just changed.
+		again, _ := resolve.Resolve(ctx, c.catalogInfos(), c.cfg.Content, c.request(ce, done.Installed))
+		o.deprecation = again.Deprecation
+	}
 	after := c.cfg.ResyncPeriod
 	if notAfter, ok, _ := render.CertificateNotAfter(objs); ok {
 		// Re-render well before a webhook certificate expires; the provider

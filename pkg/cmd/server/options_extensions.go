@@ -1,0 +1,118 @@
+package server
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/olm-apiserver/olm-apiserver/pkg/content"
+	"github.com/olm-apiserver/olm-apiserver/pkg/controllers/extension"
+	"github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned"
+	"github.com/olm-apiserver/olm-apiserver/pkg/image"
+	"github.com/olm-apiserver/olm-apiserver/pkg/resolve"
+)
+
+// ExtensionControllerHook is the name of the post-start hook that runs the
+// ClusterExtension controller.
+const ExtensionControllerHook = "olm-extension-controller"
+
+// ExtensionOptions configure the ClusterExtension controller (issue 8).
+type ExtensionOptions struct {
+	// Enabled runs the controller (default true).
+	Enabled bool
+	// TargetKubeconfig is the cluster extensions are installed on. Empty
+	// means: in aggregated mode the kube-apiserver the server is aggregated
+	// into (--kubeconfig, or the in-cluster configuration); in standalone
+	// mode none, and ClusterExtensions report Progressing False/Blocked
+	// "no target cluster configured".
+	TargetKubeconfig string
+	// ResyncPeriod is how often installed extensions are reconciled again to
+	// correct drift.
+	ResyncPeriod time.Duration
+}
+
+// NewExtensionOptions returns the defaults.
+func NewExtensionOptions() ExtensionOptions {
+	return ExtensionOptions{Enabled: true, ResyncPeriod: extension.DefaultResyncPeriod}
+}
+
+// AddFlags adds the controller's flags to fs.
+func (e *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&e.Enabled, "extension-controller", e.Enabled,
+		"Run the ClusterExtension controller, which installs, upgrades and uninstalls extensions on the target cluster.")
+	fs.StringVar(&e.TargetKubeconfig, "target-kubeconfig", e.TargetKubeconfig,
+		"Kubeconfig of the cluster ClusterExtensions are installed on. Default: the kube-apiserver this server is aggregated into "+
+			"(--kubeconfig or in-cluster); in --standalone mode there is none unless this flag is set.")
+	fs.DurationVar(&e.ResyncPeriod, "extension-resync-period", e.ResyncPeriod,
+		"How often each installed ClusterExtension is reconciled again, correcting objects edited or deleted by hand.")
+}
+
+// Validate reports invalid extension options.
+func (e *ExtensionOptions) Validate() []error {
+	if e.ResyncPeriod < time.Second {
+		return []error{fmt.Errorf("--extension-resync-period must be at least 1s")}
+	}
+	return nil
+}
+
+// addExtensionController registers the post-start hook that runs the
+// ClusterExtension controller with the loopback client, the content store
+// and the target cluster (see ExtensionOptions.TargetKubeconfig; in
+// aggregated mode gc.ClientConfig, set from --kubeconfig by CoreAPI options).
+func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig, store *content.Store) error {
+	e := o.Extensions
+	if !e.Enabled {
+		return nil
+	}
+	var target *rest.Config
+	switch {
+	case e.TargetKubeconfig != "":
+		cfg, err := clientcmd.BuildConfigFromFlags("", e.TargetKubeconfig)
+		if err != nil {
+			return fmt.Errorf("--target-kubeconfig: %w", err)
+		}
+		target = cfg
+	case !o.Standalone && gc.ClientConfig != nil:
+		target = rest.CopyConfig(gc.ClientConfig)
+	}
+	dataDir := o.DataDir
+	// Bundle images are pulled with the registry settings and extraction
+	// limits of the catalog controller (--insecure-registry,
+	// --pull-secret-file, --registry-ca-file, --unpack-max-*).
+	puller, err := image.NewPuller(image.Options{
+		InsecureRegistries: o.Catalogs.InsecureRegistries, PullSecretFile: o.Catalogs.PullSecretFile, CAFile: o.Catalogs.RegistryCAFile,
+	})
+	if err != nil {
+		return err
+	}
+	unpacker := &extension.ImageUnpacker{Puller: puller, Dir: filepath.Join(dataDir, "bundles"), Limits: o.Catalogs.Limits}
+	return gc.AddPostStartHook(ExtensionControllerHook, func(hc genericapiserver.PostStartHookContext) error {
+		client, err := versioned.NewForConfig(hc.LoopbackClientConfig)
+		if err != nil {
+			return err
+		}
+		ctrl, err := extension.New(extension.Config{
+			Client:       client,
+			Target:       target,
+			Content:      resolve.SeqSource(store.PackageBlobs),
+			DataDir:      dataDir,
+			Unpacker:     unpacker,
+			ResyncPeriod: e.ResyncPeriod,
+		})
+		if err != nil {
+			return err
+		}
+		go func() {
+			if err := ctrl.Run(hc); err != nil {
+				klog.ErrorS(err, "extension controller stopped")
+			}
+		}()
+		return nil
+	})
+}
