@@ -232,6 +232,7 @@ func TestStandaloneServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		w.Stop() // an open watch would hold up the graceful shutdown
 		srv.stop()
 		srv2 := startStandalone(t, dataDir)
 		after, err := versioned.NewForConfigOrDie(srv2.config).OlmV1().ClusterCatalogs().Get(ctx, "operatorhubio", metav1.GetOptions{})
