@@ -82,6 +82,7 @@ func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig,
 		target = rest.CopyConfig(gc.ClientConfig)
 	}
 	dataDir := o.DataDir
+	coreAPI := gc.ClientConfig
 	// Bundle images are pulled with the registry settings and extraction
 	// limits of the catalog controller (--insecure-registry,
 	// --pull-secret-file, --registry-ca-file, --unpack-max-*).
@@ -97,6 +98,12 @@ func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig,
 		if err != nil {
 			return err
 		}
+		// Events go to the kube-apiserver the server is aggregated into
+		// (none in standalone mode).
+		recorder, stopEvents, err := eventRecorder(hc, coreAPI)
+		if err != nil {
+			return err
+		}
 		ctrl, err := extension.New(extension.Config{
 			Client:       client,
 			Target:       target,
@@ -104,11 +111,14 @@ func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig,
 			DataDir:      dataDir,
 			Unpacker:     unpacker,
 			ResyncPeriod: e.ResyncPeriod,
+			Recorder:     recorder,
 		})
 		if err != nil {
+			stopEvents()
 			return err
 		}
 		go func() {
+			defer stopEvents()
 			if err := ctrl.Run(hc); err != nil {
 				klog.ErrorS(err, "extension controller stopped")
 			}

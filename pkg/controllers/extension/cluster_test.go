@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -97,18 +98,64 @@ func startAPI(t *testing.T) versioned.Interface {
 	return client
 }
 
-// countingUnpacker records every Unpack call.
+// countingUnpacker records every Unpack call; while gate is set, each call
+// first waits for gate to return.
 type countingUnpacker struct {
 	inner extension.BundleUnpacker
 	mu    sync.Mutex
 	calls []string // "ref known=<digest>"
+	gate  func(ctx context.Context) error
 }
 
 func (u *countingUnpacker) Unpack(ctx context.Context, ref, known string) (extension.UnpackedBundle, error) {
 	u.mu.Lock()
 	u.calls = append(u.calls, ref+" known="+known)
+	gate := u.gate
 	u.mu.Unlock()
+	if gate != nil {
+		if err := gate(ctx); err != nil {
+			return extension.UnpackedBundle{}, err
+		}
+	}
 	return u.inner.Unpack(ctx, ref, known)
+}
+
+func (u *countingUnpacker) setGate(g func(ctx context.Context) error) {
+	u.mu.Lock()
+	u.gate = g
+	u.mu.Unlock()
+}
+
+// events records the events of the controller as "Type Reason Message".
+type events struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (r *events) Event(_ runtime.Object, typ, reason, msg string) {
+	r.mu.Lock()
+	r.list = append(r.list, typ+" "+reason+" "+msg)
+	r.mu.Unlock()
+}
+
+func (r *events) Eventf(o runtime.Object, typ, reason, format string, args ...any) {
+	r.Event(o, typ, reason, fmt.Sprintf(format, args...))
+}
+
+func (r *events) AnnotatedEventf(o runtime.Object, _ map[string]string, typ, reason, format string, args ...any) {
+	r.Eventf(o, typ, reason, format, args...)
+}
+
+// find returns the first event starting with prefix and containing part.
+func (r *events) find(prefix, part string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.list {
+		if strings.HasPrefix(e, prefix) && strings.Contains(e, part) {
+			return true
+		}
+	}
+	return false
 }
 
 func (u *countingUnpacker) take() []string {
@@ -128,6 +175,7 @@ type env struct {
 	store    *content.Store
 	dataDir  string
 	unpacker *countingUnpacker
+	events   *events
 	stop     func()
 }
 
@@ -145,6 +193,7 @@ func (e *env) startController(target *rest.Config) {
 		Unpacker:     e.unpacker,
 		Puller:       puller,
 		ResyncPeriod: 3 * time.Second,
+		Recorder:     e.events,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -321,6 +370,8 @@ func (e *env) delete(t *testing.T, name string) {
 var (
 	gvrConfigMap   = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	gvrService     = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	gvrSecret      = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	gvrVWC         = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
 	gvrSA          = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
 	gvrDeployment  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	gvrCRD         = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -414,7 +465,7 @@ func TestController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, cluster: c, client: startAPI(t), dyn: dyn, store: store, dataDir: t.TempDir()}
+	e := &env{t: t, cluster: c, client: startAPI(t), dyn: dyn, store: store, dataDir: t.TempDir(), events: &events{}}
 	puller, err := image.NewPuller(image.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -432,6 +483,7 @@ func TestController(t *testing.T) {
 	own := push(sharedBundle(t, "operator-controller-e2e/own-namespace-operator/v1.0.0"), "bundles/own:v1.0.0")
 	widget1 := push(widgetBundle(t, "1.0.0", "integer", []string{"AllNamespaces"}, "widget-config"), "bundles/widget:v1.0.0")
 	widget2 := push(widgetBundle(t, "2.0.0", "string", []string{"AllNamespaces"}, "widget-config", "widget-v2"), "bundles/widget:v2.0.0")
+	hook := push(withWebhook(t, widgetBundle(t, "1.0.0", "integer", []string{"AllNamespaces"}, "hook-config")), "bundles/hook:v1.0.0")
 
 	fbc := writeCatalog(t,
 		fbcPackage("test",
@@ -441,7 +493,9 @@ func TestController(t *testing.T) {
 		fbcPackage("widget",
 			fbcBundle{name: "widget-operator.1.0.0", version: "1.0.0", image: widget1},
 			fbcBundle{name: "widget-operator.2.0.0", version: "2.0.0", image: widget2, replaces: "widget-operator.1.0.0"}),
+		fbcPackage("hook", fbcBundle{name: "hook-operator.1.0.0", version: "1.0.0", image: hook}),
 	)
+	lateCatalog := writeCatalog(t, fbcPackage("late", fbcBundle{name: "late-operator.1.0.0", version: "1.0.0", image: widget1}))
 	_, catalogRef := reg.PushCatalog(t, fbc, "catalogs/test:v1")
 	e.serveCatalog("test-catalog", fbc, catalogRef)
 	e.startController(c.AdminConfig)
@@ -470,6 +524,9 @@ func TestController(t *testing.T) {
 		}
 		e.mustOwn(t, name, gvrDeployment, ns, "test-operator")
 		e.mustOwn(t, name, gvrCRD, "", "olme2etests.olm.operatorframework.io")
+		if !e.events.find("Normal Installed", "test-operator.1.0.0 (version 1.0.0)") {
+			t.Errorf("no Installed event; events: %v", e.events.list)
+		}
 		e.mustOwn(t, name, gvrConfigMap, ns, "dummy-configmap")
 		e.mustOwn(t, name, gvrConfigMap, ns, "httpd-script")
 		e.mustOwn(t, name, gvrConfigMap, ns, "test-configmap")
@@ -499,6 +556,9 @@ func TestController(t *testing.T) {
 		e.update(t, name, func(ce *olmv1.ClusterExtension) { ce.Spec.Source.Catalog.Version = "1.0.0" })
 		p := e.progressing(t, name, olmv1.ReasonRetrying, "or a successor of it")
 		t.Logf("non-successor: %s", p.Message)
+		if !e.events.find("Normal Upgraded", "test-operator.1.0.2 (version 1.0.2)") || !e.events.find("Warning Retrying", "or a successor of it") {
+			t.Errorf("Upgraded or Retrying event missing; events: %v", e.events.list)
+		}
 		ce = e.waitFor(t, name, "Installed stays 1.0.2", func(ce *olmv1.ClusterExtension) bool {
 			return meta.IsStatusConditionTrue(ce.Status.Conditions, olmv1.TypeInstalled) && ce.Status.Install.Bundle.Version == "1.0.2"
 		})
@@ -676,6 +736,105 @@ func TestController(t *testing.T) {
 		e.installed(t, name, "1.0.0")
 		e.mustOwn(t, name, gvrDeployment, ns, "own-namespace-operator")
 		e.delete(t, name)
+	})
+
+	t.Run("restart mid-way through an install", func(t *testing.T) {
+		const name, ns = "midway", "midway-ns"
+		e.createNamespace(ns)
+		entered := make(chan struct{}, 1)
+		e.unpacker.setGate(func(ctx context.Context) error {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		e.create(newExtension(name, ns, "widget", "1.0.0"))
+		select {
+		case <-entered:
+		case <-time.After(waitTimeout):
+			t.Fatal("the install never reached the bundle pull")
+		}
+		ce, err := e.client.OlmV1().ClusterExtensions().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !contains(ce.Finalizers, extension.Finalizer) || meta.IsStatusConditionTrue(ce.Status.Conditions, olmv1.TypeInstalled) {
+			t.Fatalf("mid-way state: finalizers %v, conditions %v", ce.Finalizers, ce.Status.Conditions)
+		}
+		e.stop()
+		e.unpacker.setGate(nil)
+		e.unpacker.take()
+		e.startController(c.AdminConfig)
+		e.installed(t, name, "1.0.0")
+		depRV := e.mustOwn(t, name, gvrDeployment, ns, "widget-operator").GetResourceVersion()
+		rec := e.record(t, name)
+		// Two resync periods later nothing was written again: no object, no
+		// record, and no pull without the recorded digest.
+		time.Sleep(7 * time.Second)
+		if rv := e.mustOwn(t, name, gvrDeployment, ns, "widget-operator").GetResourceVersion(); rv != depRV {
+			t.Errorf("Deployment rewritten by a resync: %s -> %s", depRV, rv)
+		}
+		if again := e.record(t, name); !again.Updated.Equal(rec.Updated) {
+			t.Errorf("revision record rewritten by a resync: %v -> %v", rec.Updated, again.Updated)
+		}
+		calls := e.unpacker.take()
+		known := 0
+		for _, call := range calls {
+			if !strings.HasSuffix(call, "known=") {
+				known++
+			}
+		}
+		if len(calls) < 2 || known != len(calls)-1 {
+			t.Errorf("unpack calls after the restart: %v; want one without a known digest (the install), then only cached ones", calls)
+		}
+		e.delete(t, name)
+	})
+
+	t.Run("a new catalog re-queues waiting extensions", func(t *testing.T) {
+		const name, ns = "late", "late-ns"
+		e.createNamespace(ns)
+		e.create(newExtension(name, ns, "late", ""))
+		e.progressing(t, name, olmv1.ReasonRetrying, `no package "late"`)
+		_, ref := reg.PushCatalog(t, lateCatalog, "catalogs/late:v1")
+		e.serveCatalog("late-catalog", lateCatalog, ref)
+		e.installed(t, name, "1.0.0")
+		e.delete(t, name)
+	})
+
+	t.Run("webhook certificates survive a restart", func(t *testing.T) {
+		const name, ns = "hook", "hook-ns"
+		e.createNamespace(ns)
+		e.create(newExtension(name, ns, "hook", ""))
+		e.installed(t, name, "1.0.0")
+		secretRV := e.mustOwn(t, name, gvrSecret, ns, "widget-operator-service-cert").GetResourceVersion()
+		e.mustOwn(t, name, gvrService, ns, "widget-operator-service")
+		hooks := e.owned(t, gvrVWC, name)
+		if len(hooks) != 1 {
+			t.Fatalf("validating webhook configurations owned: %v, want 1", hooks)
+		}
+		hookRV := e.get(t, gvrVWC, "", hooks[0]).GetResourceVersion()
+
+		e.stop()
+		if err := e.dyn.Resource(gvrConfigMap).Namespace(ns).Delete(context.Background(), "hook-config", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.startController(c.AdminConfig)
+		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+			return e.get(t, gvrConfigMap, ns, "hook-config") != nil, nil
+		})
+		if err != nil {
+			t.Fatal("hook-config was not recreated after the restart")
+		}
+		if rv := e.get(t, gvrSecret, ns, "widget-operator-service-cert").GetResourceVersion(); rv != secretRV {
+			t.Errorf("certificate Secret re-issued after the restart: %s -> %s", secretRV, rv)
+		}
+		if rv := e.get(t, gvrVWC, "", hooks[0]).GetResourceVersion(); rv != hookRV {
+			t.Errorf("webhook configuration rewritten after the restart: %s -> %s", hookRV, rv)
+		}
+		e.delete(t, name)
+		e.waitGone(t, gvrSecret, ns, "widget-operator-service-cert")
 	})
 
 	t.Run("no target cluster", func(t *testing.T) {

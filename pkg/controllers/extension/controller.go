@@ -52,6 +52,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
@@ -116,6 +117,10 @@ type Config struct {
 	Workers int
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
+	// Recorder, when set, records events on ClusterExtensions: Installed
+	// and Upgraded (Normal), Blocked and Retrying (Warning, when the cause
+	// changes), Uninstalled (Normal).
+	Recorder record.EventRecorder
 }
 
 // Controller reconciles ClusterExtensions.

@@ -2,7 +2,6 @@ package extension_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -175,4 +174,39 @@ func sharedBundle(t *testing.T, rel string) string {
 	return dir
 }
 
-func bundleName(prefix, version string) string { return fmt.Sprintf("%s.%s", prefix, version) }
+// withWebhook adds to the widget bundle in dir a validating webhook
+// (failurePolicy Ignore) served by its Deployment, and returns dir.
+func withWebhook(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "manifests", "widget.csv.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var csv map[string]any
+	if err := json.Unmarshal(data, &csv); err != nil {
+		t.Fatal(err)
+	}
+	csv["spec"].(map[string]any)["webhookdefinitions"] = []any{map[string]any{
+		"type":                    "ValidatingAdmissionWebhook",
+		"generateName":            "vwidget.example.com",
+		"deploymentName":          "widget-operator",
+		"containerPort":           443,
+		"targetPort":              9443,
+		"admissionReviewVersions": []any{"v1"},
+		"sideEffects":             "None",
+		"failurePolicy":           "Ignore",
+		"webhookPath":             "/validate-widget",
+		"rules": []any{map[string]any{
+			"apiGroups": []any{"example.com"}, "apiVersions": []any{"v1"},
+			"operations": []any{"CREATE", "UPDATE"}, "resources": []any{"widgets"},
+		}},
+	}}
+	if data, err = json.Marshal(csv); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -2,6 +2,7 @@ package extension
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +26,7 @@ import (
 	"github.com/olm-apiserver/olm-apiserver/pkg/image"
 	"github.com/olm-apiserver/olm-apiserver/pkg/preflight"
 	"github.com/olm-apiserver/olm-apiserver/pkg/render"
+	"github.com/olm-apiserver/olm-apiserver/pkg/render/certs"
 	"github.com/olm-apiserver/olm-apiserver/pkg/resolve"
 	"github.com/olm-apiserver/olm-apiserver/pkg/revision"
 )
@@ -58,6 +61,7 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 
 	o, after := c.install(ctx, ce)
 	deadline := setStatusCopy(ce, o, c.cfg.Now())
+	c.recordEvents(cached, ce, o)
 	if err := c.writeStatus(ctx, cached, ce); err != nil {
 		return 0, err
 	}
@@ -155,7 +159,8 @@ func (c *Controller) install(ctx context.Context, ce *olmv1.ClusterExtension) (o
 		return fail(retrying("%s: unpacking image %s: %v", label, b.Image, err))
 	}
 
-	// Render.
+	// Render, keeping the webhook certificates already on the cluster.
+	c.rememberCerts(ctx, rec.Objects)
 	bundle, err := render.Load(os.DirFS(ub.Dir))
 	if err != nil {
 		return fail(blocked("%s: %v", label, err))
@@ -217,11 +222,14 @@ func (c *Controller) install(ctx context.Context, ce *olmv1.ClusterExtension) (o
 	if err := c.putRecord(rec, done); err != nil {
 		return fail(retrying("%s: %v", label, err))
 	}
+	o := outcome{installed: done.Installed, reason: olmv1.ReasonSucceeded, deprecation: res.Deprecation}
 	if installed == nil || installed.Name != b.Name || installed.Digest != ub.Digest {
 		log.Info("installed bundle", "bundle", b.Name, "version", b.Version, "digest", ub.Digest)
+		o.event, o.eventMessage = "Installed", "Installed "+label
+		if installed != nil {
+			o.event, o.eventMessage = "Upgraded", fmt.Sprintf("Moved from bundle %s to %s", bundleLabel(installed.Name, installed.Version), label[len("bundle "):])
+		}
 	}
-
-	o := outcome{installed: done.Installed, reason: olmv1.ReasonSucceeded, deprecation: res.Deprecation}
 	if installed == nil || installed.Name != b.Name {
 		// BundleDeprecated is about the installed bundle, which just changed.
 		again, _ := resolve.Resolve(ctx, c.catalogInfos(), c.cfg.Content, c.request(ce, done.Installed))
@@ -393,6 +401,9 @@ func (c *Controller) uninstall(ctx context.Context, ce *olmv1.ClusterExtension) 
 		return 0, fmt.Errorf("removing finalizer: %w", err)
 	}
 	klog.FromContext(ctx).Info("uninstalled", "clusterExtension", ce.Name)
+	if c.cfg.Recorder != nil {
+		c.cfg.Recorder.Event(ce, corev1.EventTypeNormal, "Uninstalled", "Deleted every object of the extension")
+	}
 	return 0, nil
 }
 
@@ -406,4 +417,58 @@ func (c *Controller) uninstallStatus(ctx context.Context, ce *olmv1.ClusterExten
 		return err
 	}
 	return errRetry
+}
+
+// recordEvents records a Normal event for an install or upgrade, and a
+// Warning when Progressing turns Blocked or Retrying or its message changes.
+func (c *Controller) recordEvents(old, ce *olmv1.ClusterExtension, o outcome) {
+	if c.cfg.Recorder == nil {
+		return
+	}
+	if o.event != "" {
+		c.cfg.Recorder.Event(ce, corev1.EventTypeNormal, o.event, o.eventMessage)
+	}
+	if o.reason == olmv1.ReasonSucceeded {
+		return
+	}
+	prev, cur := findCondition(old.Status.Conditions, olmv1.TypeProgressing), findCondition(ce.Status.Conditions, olmv1.TypeProgressing)
+	if cur != nil && (prev == nil || prev.Reason != cur.Reason || prev.Message != cur.Message) {
+		c.cfg.Recorder.Event(ce, corev1.EventTypeWarning, cur.Reason, cur.Message)
+	}
+}
+
+// rememberCerts gives the certificate provider the webhook serving
+// certificates of a previous render that are still on the cluster (Secrets
+// "<service>-cert" carrying render.AnnotationCertNotAfter), so that after a
+// restart the same certificates are rendered again instead of new ones.
+// Certificates it cannot read or that the provider refuses are skipped: a
+// new one is issued then.
+func (c *Controller) rememberCerts(ctx context.Context, refs []applier.Ref) {
+	p, ok := c.certs.(*certs.Provider)
+	if !ok {
+		return
+	}
+	for _, r := range refs {
+		if r.Group != "" || r.Kind != "Secret" || !strings.HasSuffix(r.Name, "-cert") {
+			continue
+		}
+		req := render.ServingCertRequest{ServiceName: strings.TrimSuffix(r.Name, "-cert"), Namespace: r.Namespace}
+		if _, cached := p.RenewAt(req); cached {
+			continue
+		}
+		u, err := c.applier.Get(ctx, r)
+		if err != nil || u == nil || u.GetAnnotations()[render.AnnotationCertNotAfter] == "" {
+			continue
+		}
+		crt, _, _ := unstructured.NestedString(u.Object, "data", "tls.crt")
+		key, _, _ := unstructured.NestedString(u.Object, "data", "tls.key")
+		crtPEM, err1 := base64.StdEncoding.DecodeString(crt)
+		keyPEM, err2 := base64.StdEncoding.DecodeString(key)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if err := p.Remember(req, crtPEM, keyPEM); err != nil {
+			klog.FromContext(ctx).V(2).Info("not reusing webhook certificate", "secret", r.String(), "err", err)
+		}
+	}
 }

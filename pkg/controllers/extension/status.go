@@ -22,6 +22,9 @@ type outcome struct {
 	// deprecation are the four deprecation conditions from resolution (nil
 	// when resolution did not run).
 	deprecation []metav1.Condition
+	// event, when set, is the reason ("Installed", "Upgraded") of a Normal
+	// event; eventMessage its message.
+	event, eventMessage string
 }
 
 func retrying(format string, a ...any) outcome {
