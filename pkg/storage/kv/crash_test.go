@@ -29,8 +29,28 @@ import (
 const (
 	crashChildEnv = "KV_CRASH_CHILD_DB"
 	crashStartEnv = "KV_CRASH_CHILD_START"
+	crashLockEnv  = "KV_CRASH_CHILD_LOCK_TIMEOUT"
 	crashWriters  = 4
 )
+
+// TestSecondProcessIsRefused opens a file here and lets a child process try
+// to open it too: the child must give up after its lock timeout with the
+// "locked by another process" error.
+func TestSecondProcessIsRefused(t *testing.T) {
+	if os.Getenv(crashChildEnv) != "" {
+		t.Skip("child process")
+	}
+	_, path := openTest(t, Options{})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+path, crashLockEnv+"=300ms")
+	out, err := cmd.Output()
+	if err == nil {
+		t.Fatalf("child opened a locked file; output %s", out)
+	}
+	if !strings.Contains(string(out), "open-error") || !strings.Contains(string(out), "locked by another process") {
+		t.Fatalf("child output %q, want the lock error", out)
+	}
+}
 
 func TestCrashChild(t *testing.T) {
 	path := os.Getenv(crashChildEnv)
@@ -38,7 +58,11 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("helper for TestCrashSafety; runs only in its child process")
 	}
 	start, _ := strconv.Atoi(os.Getenv(crashStartEnv))
-	db, err := Open(path, Options{LockTimeout: 10 * time.Second, CompactionInterval: -1})
+	lockTimeout := 10 * time.Second
+	if v := os.Getenv(crashLockEnv); v != "" {
+		lockTimeout, _ = time.ParseDuration(v)
+	}
+	db, err := Open(path, Options{LockTimeout: lockTimeout, CompactionInterval: -1})
 	if err != nil {
 		fmt.Printf("open-error %v\n", err)
 		os.Exit(3)
