@@ -106,10 +106,11 @@ type DB struct {
 	rev     atomic.Int64 // last committed and published revision
 	compact atomic.Int64 // compacted revision
 
-	closeOnce sync.Once
-	closed    chan struct{}
-	wg        sync.WaitGroup
-	failure   atomic.Pointer[error] // set when a commit failed: the DB stops accepting writes
+	closeOnce  sync.Once
+	closed     chan struct{}
+	writerDone chan struct{} // closed when the writer goroutine has stopped
+	wg         sync.WaitGroup
+	failure    atomic.Pointer[error] // set when a commit failed: the DB stops accepting writes
 }
 
 // Open opens (creating when absent) the storage file at path.
@@ -146,11 +147,12 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("storage file %s: %w", path, err)
 	}
 	db := &DB{
-		path:   path,
-		opts:   opts,
-		bolt:   b,
-		writes: make(chan *writeRequest, opts.MaxBatch),
-		closed: make(chan struct{}),
+		path:       path,
+		opts:       opts,
+		bolt:       b,
+		writes:     make(chan *writeRequest, opts.MaxBatch),
+		closed:     make(chan struct{}),
+		writerDone: make(chan struct{}),
 	}
 	db.rev.Store(rev)
 	db.compact.Store(compact)

@@ -88,6 +88,11 @@ func (db *DB) Write(ctx context.Context, op Op) (Result, error) {
 	if p := db.failure.Load(); p != nil {
 		return Result{}, fmt.Errorf("kv: writes refused after a failed commit: %w", *p)
 	}
+	select {
+	case <-db.closed:
+		return Result{}, ErrClosed
+	default:
+	}
 	req := &writeRequest{op: op, done: make(chan error, 1)}
 	select {
 	case db.writes <- req:
@@ -96,7 +101,19 @@ func (db *DB) Write(ctx context.Context, op Op) (Result, error) {
 	case <-ctx.Done():
 		return Result{}, ctx.Err()
 	}
-	if err := <-req.done; err != nil {
+	var err error
+	select {
+	case err = <-req.done:
+	case <-db.writerDone:
+		// The writer stopped (Close); it answers every request it took
+		// before stopping, so an unanswered one was never carried out.
+		select {
+		case err = <-req.done:
+		default:
+			err = ErrClosed
+		}
+	}
+	if err != nil {
 		return Result{}, err
 	}
 	return req.result, nil
@@ -104,6 +121,7 @@ func (db *DB) Write(ctx context.Context, op Op) (Result, error) {
 
 func (db *DB) writeLoop() {
 	defer db.wg.Done()
+	defer close(db.writerDone)
 	batch := make([]*writeRequest, 0, db.opts.MaxBatch)
 	for {
 		batch = batch[:0]
