@@ -34,9 +34,9 @@ import (
 //     etcd3.NewStoreWithUnsafeCorruptObjectDeletion (aggregating corrupt-object
 //     errors in LIST); this backend aborts a LIST on the first unreadable
 //     object, which RunTestGetListWithoutErrorAggregation checks.
-//   - Watch-cache-only and benchmark helpers (RunBenchmark*, the cacher's
-//     RunTestOptionalWatchBookmarksWithCorrectResourceVersion expectations of
-//     cacher RV alignment) are not storage.Interface contracts of a raw backend.
+//   - RunBenchmarkWriteThroughput, RunBenchmarkStoreList,
+//     RunBenchmarkStoreStats: benchmarks, not tests (BenchmarkStorage in
+//     bench_test.go compares this backend with etcd3 instead).
 //
 // Hooks: KeyValidation reads the raw stored bytes from the kv core;
 // Compaction writes one unrelated key (advancing the revision by exactly

@@ -74,6 +74,10 @@ func TestWatch(t *testing.T) {
 		ctx, s, _ := testSetup(t, withProgressInterval(time.Second, true))
 		storagetesting.RunTestWatchDispatchBookmarkEvents(ctx, t, s, true)
 	})
+	t.Run("WatchBookmarksWithCorrectResourceVersion", func(t *testing.T) {
+		ctx, s, _ := testSetup(t, withProgressInterval(time.Second, true))
+		storagetesting.RunTestOptionalWatchBookmarksWithCorrectResourceVersion(ctx, t, s)
+	})
 	t.Run("WatchDispatchBookmarkEventsDisabled", func(t *testing.T) {
 		ctx, s, _ := testSetup(t, withProgressInterval(time.Second, false))
 		storagetesting.RunTestWatchDispatchBookmarkEvents(ctx, t, s, false)
