@@ -93,13 +93,13 @@ func (h *hub) publish(events []*Event, rev int64) {
 }
 
 // progress queues a progress notification at the current revision to the
-// watchers that asked for them (all watchers with all=true).
-func (h *hub) progress(all bool) {
+// watchers that asked for them.
+func (h *hub) progress() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	rev := h.db.rev.Load()
 	for w := range h.watchers {
-		if !all && !w.opts.Progress {
+		if !w.opts.Progress {
 			continue
 		}
 		select {
@@ -154,7 +154,7 @@ func (db *DB) Watch(opts WatchOptions) (*Watcher, error) {
 
 // RequestProgress queues a progress notification to every watcher that asked
 // for progress notifications.
-func (db *DB) RequestProgress() { db.hub.progress(false) }
+func (db *DB) RequestProgress() { db.hub.progress() }
 
 func (w *Watcher) markOverflow() {
 	w.ovOnce.Do(func() { close(w.overflow) })
@@ -271,7 +271,7 @@ func (db *DB) progressLoop() {
 		case <-db.closed:
 			return
 		case <-t.C:
-			db.hub.progress(false)
+			db.hub.progress()
 		}
 	}
 }
