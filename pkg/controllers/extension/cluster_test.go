@@ -589,6 +589,9 @@ func TestController(t *testing.T) {
 		if err != nil {
 			t.Fatal("dummy-configmap deleted by hand was not recreated after the restart")
 		}
+		// Objects after the ConfigMap in apply order: let that reconcile, and
+		// the next resync, finish before comparing.
+		time.Sleep(7 * time.Second)
 		for _, o := range []struct {
 			gvr      schema.GroupVersionResource
 			ns, name string
@@ -827,6 +830,9 @@ func TestController(t *testing.T) {
 		if err != nil {
 			t.Fatal("hook-config was not recreated after the restart")
 		}
+		// The ConfigMap is applied before the Secret and the webhook
+		// configuration: let that reconcile, and the next resync, finish.
+		time.Sleep(7 * time.Second)
 		if rv := e.get(t, gvrSecret, ns, "widget-operator-service-cert").GetResourceVersion(); rv != secretRV {
 			t.Errorf("certificate Secret re-issued after the restart: %s -> %s", secretRV, rv)
 		}
