@@ -3,8 +3,12 @@
 # under ${DATA_DIR:-_output/standalone}, applies artifacts/examples/ and shows
 # the objects. It also starts a local registry (hack/push-catalog serve,
 # go-containerregistry's in-memory registry on 127.0.0.1) holding the sample
-# catalog artifacts/catalog/configs, applies artifacts/catalog/clustercatalog.yaml
-# pointed at it, waits until the catalog is Serving and reads its content.
+# catalog artifacts/catalog/configs and its bundle images built from
+# artifacts/catalog/bundles (push-catalog rewrites the catalog's placeholder
+# registry localhost:5000 to the registry's real address), applies
+# artifacts/catalog/clustercatalog.yaml pointed at it, waits until the catalog
+# is Serving and reads its content. Standalone mode has no cluster to install
+# on: to see a ClusterExtension installed, use hack/local-up.sh.
 # The server stays in the foreground until Ctrl-C.
 #
 # Environment: DATA_DIR (data directory), PORT (default 8443),
@@ -28,9 +32,9 @@ mkdir -p "${DATA_DIR}"
 REG_ADDR_FILE=${DATA_DIR}/registry.addr
 REG_LOG=${DATA_DIR}/registry.log
 rm -f "${REG_ADDR_FILE}"
-echo ">> starting a local registry with the sample catalog (log: ${REG_LOG})"
+echo ">> starting a local registry with the sample catalog and bundles (log: ${REG_LOG})"
 "${PUSH}" serve --addr "127.0.0.1:${REGISTRY_PORT}" --dir artifacts/catalog/configs --repo olm/sample-catalog:latest \
-  --addr-file "${REG_ADDR_FILE}" >"${REG_LOG}" 2>&1 &
+  --bundles artifacts/catalog/bundles --addr-file "${REG_ADDR_FILE}" >"${REG_LOG}" 2>&1 &
 REG_PID=$!
 trap 'kill ${REG_PID} 2>/dev/null; wait ${REG_PID} 2>/dev/null || true' EXIT INT TERM
 for _ in $(seq 1 60); do
@@ -71,6 +75,8 @@ kubectl get clustercatalogs,clusterextensions
 CONTENT=/apis/olm.operatorframework.io/v1/clustercatalogs/sample/content
 echo ">> kubectl get --raw '${CONTENT}?package=hello-operator&schema=olm.channel'"
 kubectl get --raw "${CONTENT}?package=hello-operator&schema=olm.channel"
+echo ">> kubectl get --raw '${CONTENT}?package=echo-operator&schema=olm.bundle' (bundle image in the local registry)"
+kubectl get --raw "${CONTENT}?package=echo-operator&schema=olm.bundle"
 cat <<MSG
 
 olm-apiserver is running on https://127.0.0.1:${PORT} (pid ${PID}).
