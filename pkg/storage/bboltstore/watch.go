@@ -108,7 +108,10 @@ func (wc *watchChan) send(ev watch.Event) bool {
 
 // sendError turns err into an Error event (etcd3's mapping) and ends the watch.
 func (wc *watchChan) sendError(err error) {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, kv.ErrClosed) {
+	// A stopped watch, an ended request context or a closed DB just close
+	// the result channel (an etcd watch channel closes the same way).
+	if err == nil || wc.ctx.Err() != nil || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kv.ErrClosed) {
 		return
 	}
 	switch {
