@@ -99,7 +99,7 @@ func (u *ImageUnpacker) cached(digest string) (string, bool) {
 }
 
 // RemoveUnused deletes cached bundles whose digest is not in keep and
-// leftovers of interrupted extractions.
+// leftovers of interrupted extractions. It must not run while Unpack does.
 func (u *ImageUnpacker) RemoveUnused(keep map[string]bool) error {
 	entries, err := os.ReadDir(u.Dir)
 	if errors.Is(err, os.ErrNotExist) {

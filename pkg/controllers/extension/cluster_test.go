@@ -843,6 +843,18 @@ func TestController(t *testing.T) {
 		e.waitGone(t, gvrSecret, ns, "widget-operator-service-cert")
 	})
 
+	t.Run("missing namespace is retried until it exists", func(t *testing.T) {
+		const name, ns = "no-namespace", "created-later"
+		e.create(newExtension(name, ns, "widget", "1.0.0"))
+		e.progressing(t, name, olmv1.ReasonRetrying, `namespaces "created-later" not found`)
+		// The CRD went first and stays recorded while the rest waits.
+		e.mustOwn(t, name, gvrCRD, "", "widgets.example.com")
+		e.createNamespace(ns)
+		e.installed(t, name, "1.0.0")
+		e.delete(t, name)
+		e.waitGone(t, gvrCRD, "", "widgets.example.com")
+	})
+
 	t.Run("no target cluster", func(t *testing.T) {
 		e.stop()
 		e.startController(nil)

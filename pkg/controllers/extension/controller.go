@@ -10,7 +10,8 @@
 //  2. resolve (pkg/resolve) against every ClusterCatalog and the content
 //     store, with the installed bundle from the revision record;
 //  3. pull and unpack the bundle image (BundleUnpacker; by default
-//     ImageUnpacker, a cache keyed by digest under <data-dir>/bundles);
+//     ImageUnpacker, a cache keyed by digest under <data-dir>/bundles, from
+//     which entries no revision record refers to are removed at start);
 //  4. render the registry+v1 bundle (pkg/render) with spec.namespace and
 //     spec.config.inline;
 //  5. CRD upgrade-safety preflight (pkg/preflight) of each rendered CRD
@@ -275,6 +276,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("extension controller: caches did not sync: %w", ctx.Err())
 	}
 	klog.FromContext(ctx).Info("extension controller started", "targetCluster", c.applier != nil)
+	c.pruneBundleCache(ctx)
 	var wg sync.WaitGroup
 	for i := 0; i < c.cfg.Workers; i++ {
 		wg.Add(1)
@@ -341,4 +343,30 @@ func loadOrCreateCA(dir string, now time.Time) (*certs.CA, error) {
 		return nil, fmt.Errorf("writing webhook CA: %w", err)
 	}
 	return ca, nil
+}
+
+// pruneBundleCache removes, once at start (nothing is being unpacked yet),
+// the cached bundles no revision record refers to and the leftovers of
+// extractions a crash interrupted, when the unpacker supports it.
+func (c *Controller) pruneBundleCache(ctx context.Context) {
+	p, ok := c.unpacker.(interface {
+		RemoveUnused(keep map[string]bool) error
+	})
+	if !ok {
+		return
+	}
+	recs, err := c.records.List()
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "not pruning the bundle cache")
+		return
+	}
+	keep := map[string]bool{}
+	for _, r := range recs {
+		if r.Installed != nil {
+			keep[r.Installed.Digest] = true
+		}
+	}
+	if err := p.RemoveUnused(keep); err != nil {
+		klog.FromContext(ctx).Error(err, "pruning the bundle cache")
+	}
 }
