@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/value"
@@ -86,3 +88,40 @@ func TestLargeListKeepsOrderAndStopsAtFirstError(t *testing.T) {
 }
 
 func labelsParse(s string) (labels.Selector, error) { return labels.Parse(s) }
+
+// TestSlowWatchIsClosedWithGone: a consumer that does not read while many
+// writes happen gets the buffered events, then a 410 Expired error event
+// (so a reflector relists), and the writes never waited for it.
+func TestSlowWatchIsClosedWithGone(t *testing.T) {
+	ctx, s, _ := testSetup(t, func(o *setupOptions) { o.kvOpts.WatchQueueLength = 4 })
+	w, err := s.Watch(ctx, "/pods/", storage.ListOptions{ResourceVersion: "1", Recursive: true, Predicate: storage.Everything})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i := 0; i < 3*resultBuffer; i++ {
+		pod := &example.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("pod-%04d", i)}}
+		if err := s.Create(ctx, "/pods/ns/"+pod.Name, pod, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	added := 0
+	for ev := range w.ResultChan() {
+		switch ev.Type {
+		case watch.Added:
+			added++
+		case watch.Error:
+			status, ok := ev.Object.(*metav1.Status)
+			if !ok || status.Code != http.StatusGone || status.Reason != metav1.StatusReasonExpired {
+				t.Fatalf("error event %#v, want 410 Expired", ev.Object)
+			}
+			if added == 0 || added >= 3*resultBuffer {
+				t.Fatalf("%d events before the error, want some but not all", added)
+			}
+			return
+		default:
+			t.Fatalf("unexpected event %v", ev.Type)
+		}
+	}
+	t.Fatal("watch closed without an error event")
+}
