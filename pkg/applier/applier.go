@@ -249,8 +249,9 @@ func (a *Applier) Get(ctx context.Context, ref Ref) (*unstructured.Unstructured,
 //
 // First every object is read from the cluster; when any exists without
 // OwnerLabel=owner, Apply returns a *ConflictError listing all of them and
-// writes nothing. Then the CRDs among objs are applied and waited for until
-// they are Established (at most EstablishTimeout), then the other objects,
+// writes nothing. Then the CRDs among objs are applied and, when they were
+// created or changed, waited for until they are Established (at most
+// EstablishTimeout), then the other objects,
 // in the order given. Each object is labelled OwnerLabel=owner (objs is not
 // modified) and written with server-side apply, conflicts forced, so fields
 // changed by hand are set back. Errors name the object at fault; objects
@@ -269,6 +270,7 @@ func (a *Applier) Apply(ctx context.Context, owner string, objs []unstructured.U
 	}
 
 	var crds, rest []*unstructured.Unstructured
+	liveCRD := map[string]*unstructured.Unstructured{}
 	for i := range objs {
 		o := objs[i].DeepCopy()
 		labels := o.GetLabels()
@@ -279,19 +281,27 @@ func (a *Applier) Apply(ctx context.Context, owner string, objs []unstructured.U
 		o.SetLabels(labels)
 		if o.GroupVersionKind().GroupKind() == crdGK {
 			crds = append(crds, o)
+			liveCRD[o.GetName()] = live[i]
 		} else {
 			rest = append(rest, o)
 		}
 	}
 	var applied []Ref
+	// CRDs that were created or changed, or are not Established yet, are
+	// waited for; then the mapper learns their kinds.
+	var changed []*unstructured.Unstructured
 	for _, o := range crds {
-		if err := a.applyOne(ctx, o); err != nil {
+		res, err := a.applyOne(ctx, o)
+		if err != nil {
 			return applied, err
 		}
 		applied = append(applied, RefOf(o))
+		if old := liveCRD[o.GetName()]; old == nil || old.GetResourceVersion() != res.GetResourceVersion() || !established(res) {
+			changed = append(changed, o)
+		}
 	}
-	if len(crds) > 0 {
-		if err := a.waitEstablished(ctx, crds); err != nil {
+	if len(changed) > 0 {
+		if err := a.waitEstablished(ctx, changed); err != nil {
 			return applied, err
 		}
 		if r, ok := a.Mapper.(meta.ResettableRESTMapper); ok {
@@ -299,7 +309,7 @@ func (a *Applier) Apply(ctx context.Context, owner string, objs []unstructured.U
 		}
 	}
 	for _, o := range rest {
-		if err := a.applyOne(ctx, o); err != nil {
+		if _, err := a.applyOne(ctx, o); err != nil {
 			return applied, err
 		}
 		applied = append(applied, RefOf(o))
@@ -307,16 +317,17 @@ func (a *Applier) Apply(ctx context.Context, owner string, objs []unstructured.U
 	return applied, nil
 }
 
-func (a *Applier) applyOne(ctx context.Context, o *unstructured.Unstructured) error {
+func (a *Applier) applyOne(ctx context.Context, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ref := RefOf(o)
 	ri, err := a.resource(o.GroupVersionKind(), o.GetNamespace())
 	if err != nil {
-		return fmt.Errorf("applying %s: %w", ref, err)
+		return nil, fmt.Errorf("applying %s: %w", ref, err)
 	}
-	if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: a.fieldManager(), Force: true}); err != nil {
-		return fmt.Errorf("applying %s: %w", ref, err)
+	res, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: a.fieldManager(), Force: true})
+	if err != nil {
+		return nil, fmt.Errorf("applying %s: %w", ref, err)
 	}
-	return nil
+	return res, nil
 }
 
 // waitEstablished polls the CRDs until each has condition Established=True.

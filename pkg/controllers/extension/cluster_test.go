@@ -494,6 +494,7 @@ func TestController(t *testing.T) {
 			fbcBundle{name: "widget-operator.1.0.0", version: "1.0.0", image: widget1},
 			fbcBundle{name: "widget-operator.2.0.0", version: "2.0.0", image: widget2, replaces: "widget-operator.1.0.0"}),
 		fbcPackage("hook", fbcBundle{name: "hook-operator.1.0.0", version: "1.0.0", image: hook}),
+		fbcPackage("needs-widget", fbcBundle{name: "needs-widget.1.0.0", version: "1.0.0", image: test100, requires: []string{"widget", ">=1.0.0"}}),
 	)
 	lateCatalog := writeCatalog(t, fbcPackage("late", fbcBundle{name: "late-operator.1.0.0", version: "1.0.0", image: widget1}))
 	_, catalogRef := reg.PushCatalog(t, fbc, "catalogs/test:v1")
@@ -853,6 +854,26 @@ func TestController(t *testing.T) {
 		e.installed(t, name, "1.0.0")
 		e.delete(t, name)
 		e.waitGone(t, gvrCRD, "", "widgets.example.com")
+	})
+
+	t.Run("dependency met by another extension's install", func(t *testing.T) {
+		const name, ns = "needs", "needs-ns"
+		e.createNamespace(ns)
+		e.create(newExtension(name, ns, "needs-widget", ""))
+		p := e.progressing(t, name, olmv1.ReasonRetrying, `widget`)
+		t.Logf("unmet: %s", p.Message)
+		e.createNamespace("widget-ns")
+		start := time.Now()
+		e.create(newExtension("widget", "widget-ns", "widget", "1.0.0"))
+		e.installed(t, "widget", "1.0.0")
+		t.Logf("widget installed after %s", time.Since(start).Round(time.Millisecond))
+		e.installed(t, name, "1.0.0")
+		t.Logf("needs-widget installed after %s", time.Since(start).Round(time.Millisecond))
+		e.mustOwn(t, name, gvrDeployment, ns, "test-operator")
+		e.delete(t, name)
+		t.Logf("needs-widget deleted after %s", time.Since(start).Round(time.Millisecond))
+		e.delete(t, "widget")
+		t.Logf("widget deleted after %s", time.Since(start).Round(time.Millisecond))
 	})
 
 	t.Run("no target cluster", func(t *testing.T) {

@@ -175,6 +175,13 @@ func New(cfg Config) (*Controller, error) {
 		c.certs = certs.NewProvider(ca)
 	}
 	if cfg.Target != nil {
+		target := rest.CopyConfig(cfg.Target)
+		// One reconcile reads and applies every object of a bundle; client-go's
+		// default of 5 requests per second would make that take seconds.
+		if target.QPS == 0 {
+			target.QPS, target.Burst = 100, 200
+		}
+		cfg.Target = target
 		dyn, err := dynamic.NewForConfig(cfg.Target)
 		if err != nil {
 			return nil, fmt.Errorf("target cluster client: %w", err)

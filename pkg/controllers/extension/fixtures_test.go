@@ -123,6 +123,8 @@ func widgetBundle(t *testing.T, version, sizeType string, installModes []string,
 type fbcBundle struct {
 	name, version, image string
 	replaces             string
+	// requires is an olm.package.required property: {package, range}.
+	requires []string
 }
 
 // fbcPackage writes the olm.package, one olm.channel "stable" and the
@@ -136,9 +138,12 @@ func fbcPackage(pkg string, bundles ...fbcBundle) []any {
 			e["replaces"] = b.replaces
 		}
 		entries = append(entries, e)
+		props := []any{map[string]any{"type": "olm.package", "value": map[string]any{"packageName": pkg, "version": b.version}}}
+		if len(b.requires) == 2 {
+			props = append(props, map[string]any{"type": "olm.package.required", "value": map[string]any{"packageName": b.requires[0], "versionRange": b.requires[1]}})
+		}
 		blobs = append(blobs, map[string]any{
-			"schema": "olm.bundle", "name": b.name, "package": pkg, "image": b.image,
-			"properties": []any{map[string]any{"type": "olm.package", "value": map[string]any{"packageName": pkg, "version": b.version}}},
+			"schema": "olm.bundle", "name": b.name, "package": pkg, "image": b.image, "properties": props,
 		})
 	}
 	blobs = append(blobs, map[string]any{"schema": "olm.channel", "name": "stable", "package": pkg, "entries": entries})

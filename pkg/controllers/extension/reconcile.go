@@ -90,6 +90,19 @@ func (c *Controller) writeStatus(ctx context.Context, cached, ce *olmv1.ClusterE
 		return nil
 	}
 	_, err := c.cfg.Client.OlmV1().ClusterExtensions().UpdateStatus(ctx, ce, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		// The cache was behind: put the same status on the current object,
+		// unless its spec changed meanwhile (then reconcile again).
+		fresh, gerr := c.cfg.Client.OlmV1().ClusterExtensions().Get(ctx, ce.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return fmt.Errorf("updating status: %w", gerr)
+		}
+		if fresh.Generation != ce.Generation || fresh.UID != ce.UID {
+			return fmt.Errorf("updating status: %w", err)
+		}
+		fresh.Status = ce.Status
+		_, err = c.cfg.Client.OlmV1().ClusterExtensions().UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
+	}
 	if err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
