@@ -94,6 +94,18 @@ func TestExtensionInstall(t *testing.T) {
 		t.Error("no ClusterRole labelled with the owner")
 	}
 	t.Logf("installed: %s", c.MustKubectl(t, "get", "clusterextension", "test"))
+	// The controller records events in kube-apiserver (asynchronously).
+	var reasons string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		reasons = c.MustKubectl(t, "get", "events", "-A", "--field-selector", "involvedObject.kind=ClusterExtension,involvedObject.name=test",
+			"-o", "jsonpath={.items[*].reason}")
+		if strings.Contains(reasons, "Installed") {
+			break
+		}
+	}
+	if !strings.Contains(reasons, "Installed") {
+		t.Errorf("no Installed event for the ClusterExtension; reasons: %q", reasons)
+	}
 
 	c.MustKubectl(t, "delete", "clusterextension", "test", fmt.Sprintf("--timeout=%s", installWait))
 	for _, args := range [][]string{
