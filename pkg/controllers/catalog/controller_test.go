@@ -551,8 +551,14 @@ func TestUnavailableAndDelete(t *testing.T) {
 	if code, _, _ := e.content("test", ""); code != http.StatusNotFound {
 		t.Errorf("content answered %d after delete, want 404", code)
 	}
-	if _, err := os.Stat(filepath.Join(e.dataDir, "content", "test")); !os.IsNotExist(err) {
-		t.Errorf("content directory left: %v", err)
+	// The directory goes when the last reader of the old revision lets go
+	// of it, which may be just after Info stops reporting it.
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, err := os.Stat(filepath.Join(e.dataDir, "content", "test"))
+		return os.IsNotExist(err), nil
+	})
+	if err != nil {
+		t.Error("content directory left after delete")
 	}
 }
 
