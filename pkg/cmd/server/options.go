@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 
@@ -33,7 +32,6 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
-	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -45,7 +43,6 @@ import (
 	"github.com/olm-apiserver/olm-apiserver/pkg/apiserver"
 	"github.com/olm-apiserver/olm-apiserver/pkg/content"
 	generatedopenapi "github.com/olm-apiserver/olm-apiserver/pkg/generated/openapi"
-	"github.com/olm-apiserver/olm-apiserver/pkg/storage/bboltstore"
 	"github.com/olm-apiserver/olm-apiserver/pkg/storage/kv"
 )
 
@@ -68,8 +65,16 @@ type Options struct {
 	Catalogs CatalogOptions
 	// Extensions configure the ClusterExtension controller (options_extensions.go).
 	Extensions ExtensionOptions
+	// LeaderElection configures leader election of the controllers
+	// (options_leaderelection.go).
+	LeaderElection LeaderElectionOptions
 
 	Out io.Writer
+
+	// backend is the --storage-backend chosen (options_storage.go), set by
+	// Complete; etcdServersWithBbolt records --etcd-servers given with bbolt.
+	backend              string
+	etcdServersWithBbolt bool
 }
 
 // NewOptions returns the defaults: aggregated mode, data in ./data, port 8443.
@@ -77,16 +82,20 @@ func NewOptions(out io.Writer) *Options {
 	scheme := apiserver.NewScheme()
 	codecs := serializer.NewCodecFactory(scheme)
 	ro := genericoptions.NewRecommendedOptions("", codecs.LegacyCodec(olmv1.SchemeGroupVersion))
-	// Objects are stored by our own bbolt backend, not etcd.
-	ro.Etcd = nil
 	ro.SecureServing.BindPort = 8443
-	return &Options{Recommended: ro, DataDir: "data", Catalogs: NewCatalogOptions(), Extensions: NewExtensionOptions(), Out: out}
+	o := &Options{Recommended: ro, DataDir: "data", Catalogs: NewCatalogOptions(), Extensions: NewExtensionOptions(),
+		LeaderElection: NewLeaderElectionOptions(), Out: out}
+	// Objects are stored by our own bbolt backend unless --storage-backend=etcd3.
+	defaultStorageBackend(o)
+	return o
 }
 
 // AddFlags adds every option to fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Recommended.AddFlags(fs)
+	describeStorageFlags(fs)
 	o.Extensions.AddFlags(fs)
+	o.LeaderElection.AddFlags(fs)
 	fs.BoolVar(&o.Standalone, "standalone", o.Standalone,
 		"Run without kube-apiserver: listen on 127.0.0.1 only with a self-signed certificate, admit one random bearer token "+
 			"with every right (reject everyone else with 401), and write a kubeconfig for it into --data-dir.")
@@ -97,6 +106,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Complete fills in what depends on other options: standalone mode binds
 // 127.0.0.1 and turns off everything that needs kube-apiserver.
 func (o *Options) Complete() error {
+	o.completeStorage()
 	if o.Standalone {
 		o.Recommended.SecureServing.BindAddress = netutils.ParseIPSloppy("127.0.0.1")
 		o.Recommended.Authentication = nil
@@ -118,6 +128,8 @@ func (o *Options) Validate() error {
 	var errs []error
 	errs = append(errs, o.Recommended.Validate()...)
 	errs = append(errs, o.Extensions.Validate()...)
+	errs = append(errs, o.validateStorage()...)
+	errs = append(errs, o.LeaderElection.Validate()...)
 	if o.DataDir == "" {
 		errs = append(errs, fmt.Errorf("--data-dir must not be empty"))
 	}
@@ -131,13 +143,16 @@ func (o *Options) Validate() error {
 // what must be closed when the server stops.
 type Config struct {
 	Server *apiserver.Config
-	DB     *kv.DB
+	// DB is the bbolt database (nil with --storage-backend=etcd3).
+	DB *kv.DB
 	// Content is the FBC content store under <data-dir>/content, served by
 	// the clustercatalogs/content subresource and filled by the catalog
 	// controller.
 	Content *content.Store
 	// Kubeconfig is the path of the standalone kubeconfig ("" otherwise).
 	Kubeconfig string
+	// leader gates the controllers with --leader-elect (nil: always run).
+	leader *leaderGate
 }
 
 // Config opens the storage and builds the server configuration. It fails
@@ -187,18 +202,22 @@ func (o *Options) Config() (*Config, error) {
 		}
 	}
 
-	db, err := kv.Open(filepath.Join(o.DataDir, "olm.db"), kv.Options{})
+	restOptions, db, err := o.openStorage(gc, codecs.LegacyCodec(olmv1.SchemeGroupVersion))
 	if err != nil {
 		return nil, err
 	}
-	gc.AddReadyzChecks(healthz.NamedCheck("bbolt", func(*http.Request) error { return db.Healthy() }))
 	store, err := content.Open(filepath.Join(o.DataDir, "content"), content.Options{})
 	if err != nil {
-		db.Close()
+		closeDB(db)
 		return nil, err
 	}
-	if err := o.addExtensionController(gc, store); err != nil {
-		db.Close()
+	leader, err := o.addLeaderElection(gc)
+	if err != nil {
+		closeDB(db)
+		return nil, err
+	}
+	if err := o.addExtensionController(gc, store, leader); err != nil {
+		closeDB(db)
 		return nil, err
 	}
 
@@ -208,14 +227,22 @@ func (o *Options) Config() (*Config, error) {
 			Scheme:        scheme,
 			Codecs:        codecs,
 			ExtraConfig: apiserver.ExtraConfig{
-				RESTOptionsGetter: bboltstore.NewRESTOptionsGetter(db, codecs.LegacyCodec(olmv1.SchemeGroupVersion), nil),
+				RESTOptionsGetter: restOptions,
 				Content:           store,
 			},
 		},
 		DB:         db,
 		Content:    store,
 		Kubeconfig: kubeconfig,
+		leader:     leader,
 	}, nil
+}
+
+// closeDB closes the bbolt database, if there is one.
+func closeDB(db *kv.DB) {
+	if db != nil {
+		_ = db.Close()
+	}
 }
 
 func randomToken() (string, error) {
@@ -259,7 +286,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer cfg.DB.Close()
+	defer closeDB(cfg.DB)
 	srv, err := cfg.Server.New()
 	if err != nil {
 		return err

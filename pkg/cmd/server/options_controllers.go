@@ -13,7 +13,6 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 
 	"github.com/olm-apiserver/olm-apiserver/pkg/apiserver"
 	catalogcontroller "github.com/olm-apiserver/olm-apiserver/pkg/controllers/catalog"
@@ -93,10 +92,13 @@ func (o *Options) startCatalogController(srv *genericapiserver.GenericAPIServer,
 		if err != nil {
 			return err
 		}
-		ctrl, err := catalogcontroller.New(catalogcontroller.Options{
-			Client: client, Store: cfg.Content, Puller: puller,
-			TempDir:         filepath.Join(o.DataDir, "catalog-unpack"),
-			ExternalAddress: external, Limits: c.Limits, Workers: c.CatalogWorkers, Recorder: recorder,
+		// A fresh controller for every leadership term (one, without --leader-elect).
+		run, err := cfg.leader.prepare("catalog", func() (controller, error) {
+			return catalogcontroller.New(catalogcontroller.Options{
+				Client: client, Store: cfg.Content, Puller: puller,
+				TempDir:         filepath.Join(o.DataDir, "catalog-unpack"),
+				ExternalAddress: external, Limits: c.Limits, Workers: c.CatalogWorkers, Recorder: recorder,
+			})
 		})
 		if err != nil {
 			stopEvents()
@@ -106,9 +108,7 @@ func (o *Options) startCatalogController(srv *genericapiserver.GenericAPIServer,
 		go func() {
 			defer wg.Done()
 			defer stopEvents()
-			if err := ctrl.Run(hookCtx); err != nil {
-				klog.ErrorS(err, "catalog controller stopped")
-			}
+			run(hookCtx)
 		}()
 		return nil
 	})

@@ -9,7 +9,6 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 
 	"github.com/olm-apiserver/olm-apiserver/pkg/content"
 	"github.com/olm-apiserver/olm-apiserver/pkg/controllers/extension"
@@ -65,21 +64,14 @@ func (e *ExtensionOptions) Validate() []error {
 // ClusterExtension controller with the loopback client, the content store
 // and the target cluster (see ExtensionOptions.TargetKubeconfig; in
 // aggregated mode gc.ClientConfig, set from --kubeconfig by CoreAPI options).
-func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig, store *content.Store) error {
+func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig, store *content.Store, leader *leaderGate) error {
 	e := o.Extensions
 	if !e.Enabled {
 		return nil
 	}
-	var target *rest.Config
-	switch {
-	case e.TargetKubeconfig != "":
-		cfg, err := clientcmd.BuildConfigFromFlags("", e.TargetKubeconfig)
-		if err != nil {
-			return fmt.Errorf("--target-kubeconfig: %w", err)
-		}
-		target = cfg
-	case !o.Standalone && gc.ClientConfig != nil:
-		target = rest.CopyConfig(gc.ClientConfig)
+	target, err := o.targetCluster(gc)
+	if err != nil {
+		return err
 	}
 	dataDir := o.DataDir
 	coreAPI := gc.ClientConfig
@@ -104,14 +96,17 @@ func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig,
 		if err != nil {
 			return err
 		}
-		ctrl, err := extension.New(extension.Config{
-			Client:       client,
-			Target:       target,
-			Content:      resolve.SeqSource(store.PackageBlobs),
-			DataDir:      dataDir,
-			Unpacker:     unpacker,
-			ResyncPeriod: e.ResyncPeriod,
-			Recorder:     recorder,
+		// A fresh controller for every leadership term (one, without --leader-elect).
+		run, err := leader.prepare("extension", func() (controller, error) {
+			return extension.New(extension.Config{
+				Client:       client,
+				Target:       target,
+				Content:      resolve.SeqSource(store.PackageBlobs),
+				DataDir:      dataDir,
+				Unpacker:     unpacker,
+				ResyncPeriod: e.ResyncPeriod,
+				Recorder:     recorder,
+			})
 		})
 		if err != nil {
 			stopEvents()
@@ -119,10 +114,25 @@ func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig,
 		}
 		go func() {
 			defer stopEvents()
-			if err := ctrl.Run(hc); err != nil {
-				klog.ErrorS(err, "extension controller stopped")
-			}
+			run(hc)
 		}()
 		return nil
 	})
+}
+
+// targetCluster returns the cluster extensions are installed on (see
+// ExtensionOptions.TargetKubeconfig), nil when there is none. It fails when
+// --target-kubeconfig cannot be loaded.
+func (o *Options) targetCluster(gc *genericapiserver.RecommendedConfig) (*rest.Config, error) {
+	switch {
+	case o.Extensions.TargetKubeconfig != "":
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.Extensions.TargetKubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--target-kubeconfig: %w", err)
+		}
+		return cfg, nil
+	case !o.Standalone && gc.ClientConfig != nil:
+		return rest.CopyConfig(gc.ClientConfig), nil
+	}
+	return nil, nil
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	olmv1 "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1"
 	"github.com/olm-apiserver/olm-apiserver/pkg/content"
@@ -34,13 +35,27 @@ type runningServer struct {
 	config *rest.Config
 }
 
+// startFunc starts a server with its data in dataDir (startStandalone on
+// bbolt, startStandaloneEtcd3 in server_etcd_test.go).
+type startFunc func(t *testing.T, dataDir string) *runningServer
+
 // startStandalone runs the standalone server on a free port with its data in
 // dataDir, and waits (at most 60 s) until /readyz answers.
 func startStandalone(t *testing.T, dataDir string) *runningServer {
 	t.Helper()
+	return startStandaloneWith(t, dataDir, nil)
+}
+
+// startStandaloneWith is startStandalone with the options changed by
+// configure (nil: none) before Complete.
+func startStandaloneWith(t *testing.T, dataDir string, configure func(*Options)) *runningServer {
+	t.Helper()
 	o := NewOptions(io.Discard)
 	o.Standalone = true
 	o.DataDir = dataDir
+	if configure != nil {
+		configure(o)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -117,9 +132,12 @@ func newCatalog(name string) *olmv1.ClusterCatalog {
 	}
 }
 
-func TestStandaloneServer(t *testing.T) {
+func TestStandaloneServer(t *testing.T) { testStandaloneServer(t, startStandalone) }
+
+// testStandaloneServer runs the server checks on the servers made by start.
+func testStandaloneServer(t *testing.T, start startFunc) {
 	dataDir := t.TempDir()
-	srv := startStandalone(t, dataDir)
+	srv := start(t, dataDir)
 	client := versioned.NewForConfigOrDie(srv.config)
 	ctx := context.Background()
 	catalogs := client.OlmV1().ClusterCatalogs()
@@ -158,13 +176,19 @@ func TestStandaloneServer(t *testing.T) {
 	})
 
 	t.Run("status and spec are written only through their endpoints", func(t *testing.T) {
-		cc, err := catalogs.Get(ctx, "operatorhubio", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cc.Status.URLs = &olmv1.ClusterCatalogURLs{Base: "https://example.test/content"}
-		cc.Spec.Priority = 5
-		updated, err := catalogs.UpdateStatus(ctx, cc, metav1.UpdateOptions{})
+		// The catalog controller writes the status too (it cannot pull the
+		// image): a write that loses that race gets a 409 and is retried.
+		var updated *olmv1.ClusterCatalog
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cc, err := catalogs.Get(ctx, "operatorhubio", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cc.Status.URLs = &olmv1.ClusterCatalogURLs{Base: "https://example.test/content"}
+			cc.Spec.Priority = 5
+			updated, err = catalogs.UpdateStatus(ctx, cc, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
 			t.Fatalf("update status: %v", err)
 		}
@@ -172,9 +196,18 @@ func TestStandaloneServer(t *testing.T) {
 			t.Errorf("status update: urls=%v priority=%d generation=%d; want urls set, priority 0, generation 1",
 				updated.Status.URLs, updated.Spec.Priority, updated.Generation)
 		}
-		updated.Spec.Priority = 7
-		updated.Status.URLs = nil
-		again, err := catalogs.Update(ctx, updated, metav1.UpdateOptions{})
+		var again *olmv1.ClusterCatalog
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			updated.Spec.Priority = 7
+			updated.Status.URLs = nil
+			again, err = catalogs.Update(ctx, updated, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				if cur, gerr := catalogs.Get(ctx, "operatorhubio", metav1.GetOptions{}); gerr == nil {
+					updated = cur
+				}
+			}
+			return err
+		})
 		if err != nil {
 			t.Fatalf("update: %v", err)
 		}
@@ -208,8 +241,17 @@ func TestStandaloneServer(t *testing.T) {
 		if got.Spec.Source.Catalog.UpgradeConstraintPolicy != olmv1.UpgradeConstraintPolicyCatalogProvided {
 			t.Errorf("upgradeConstraintPolicy = %q, want the default CatalogProvided", got.Spec.Source.Catalog.UpgradeConstraintPolicy)
 		}
-		got.Spec.Source.Catalog.PackageName = "other"
-		_, err = client.OlmV1().ClusterExtensions().Update(ctx, got, metav1.UpdateOptions{})
+		// The extension controller writes the status meanwhile: an update
+		// from a stale copy gets a 409 first, so it is retried on a fresh one.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := client.OlmV1().ClusterExtensions().Get(ctx, "ext", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Spec.Source.Catalog.PackageName = "other"
+			_, err = client.OlmV1().ClusterExtensions().Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
 		assertInvalidField(t, err, "spec.source.catalog.packageName")
 	})
 
@@ -234,14 +276,18 @@ func TestStandaloneServer(t *testing.T) {
 		}
 		w.Stop() // an open watch would hold up the graceful shutdown
 		srv.stop()
-		srv2 := startStandalone(t, dataDir)
+		srv2 := start(t, dataDir)
 		after, err := versioned.NewForConfigOrDie(srv2.config).OlmV1().ClusterCatalogs().Get(ctx, "operatorhubio", metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("get after restart: %v", err)
 		}
-		if after.ResourceVersion != before.ResourceVersion || after.UID != before.UID || after.Spec.Priority != 7 {
-			t.Errorf("after restart rv=%s uid=%s priority=%d, before rv=%s uid=%s priority=%d",
-				after.ResourceVersion, after.UID, after.Spec.Priority, before.ResourceVersion, before.UID, before.Spec.Priority)
+		// The resourceVersion may have grown: the catalog controller keeps
+		// writing the status (it cannot pull the image) until the server stops.
+		if after.UID != before.UID || after.Generation != before.Generation || after.Spec.Priority != 7 ||
+			after.CreationTimestamp != before.CreationTimestamp {
+			t.Errorf("after restart uid=%s generation=%d priority=%d created=%v, before uid=%s generation=%d priority=%d created=%v",
+				after.UID, after.Generation, after.Spec.Priority, after.CreationTimestamp,
+				before.UID, before.Generation, before.Spec.Priority, before.CreationTimestamp)
 		}
 	})
 }
@@ -296,7 +342,9 @@ func assertColumns(t *testing.T, cfg *rest.Config, resource string, want []strin
 
 // TestContentSubresource serves content that is already in the store when
 // the server starts (as after a restart) through clustercatalogs/NAME/content.
-func TestContentSubresource(t *testing.T) {
+func TestContentSubresource(t *testing.T) { testContentSubresource(t, startStandalone) }
+
+func testContentSubresource(t *testing.T, start startFunc) {
 	dataDir := t.TempDir()
 	store, err := content.Open(filepath.Join(dataDir, "content"), content.Options{})
 	if err != nil {
@@ -328,7 +376,7 @@ defaultChannel: stable
 		t.Fatalf("filling the content store: %v", err)
 	}
 
-	srv := startStandalone(t, dataDir)
+	srv := start(t, dataDir)
 	ctx := context.Background()
 	client := versioned.NewForConfigOrDie(srv.config)
 	if _, err := client.OlmV1().ClusterCatalogs().Create(ctx, newCatalog("local"), metav1.CreateOptions{}); err != nil {
