@@ -5,7 +5,8 @@ set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SCRATCH=$(mktemp -d)
-trap 'rm -rf "${SCRATCH}"' EXIT
+DIFF=$(mktemp)
+trap 'rm -rf "${SCRATCH}" "${DIFF}"' EXIT
 
 # Copy the tracked and untracked-but-not-ignored files, without _output.
 cd "${ROOT}"
@@ -15,9 +16,9 @@ mkdir -p "${SCRATCH}/_output" && [ -d "${ROOT}/_output/codegen-bin" ] && cp -r "
 
 status=0
 for dir in pkg/generated pkg/apis hack/api-rules-violations.list; do
-  if ! diff -Nru "${ROOT}/${dir}" "${SCRATCH}/${dir}" >/tmp/verify-codegen.diff 2>&1; then
+  if ! diff -Nru "${ROOT}/${dir}" "${SCRATCH}/${dir}" >"${DIFF}" 2>&1; then
     echo "generated code under ${dir} is stale; run hack/update-codegen.sh" >&2
-    head -50 /tmp/verify-codegen.diff >&2
+    head -50 "${DIFF}" >&2
     status=1
   fi
 done
