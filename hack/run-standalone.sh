@@ -50,7 +50,10 @@ LOG=${DATA_DIR}/olm-apiserver.log
 echo ">> starting olm-apiserver --standalone (log: ${LOG})"
 "${BIN}" --standalone --data-dir "${DATA_DIR}" --secure-port "${PORT}" >"${LOG}" 2>&1 &
 PID=$!
-trap 'kill ${PID} ${REG_PID} 2>/dev/null; wait ${PID} ${REG_PID} 2>/dev/null || true' EXIT INT TERM
+stop() { kill ${PID} ${REG_PID} 2>/dev/null; wait ${PID} ${REG_PID} 2>/dev/null || true; }
+trap stop EXIT
+# Ctrl-C is the normal way to stop: stop both processes and exit 0.
+trap 'stop; trap - EXIT; exit 0' INT TERM
 
 export KUBECONFIG=${DATA_DIR}/kubeconfig
 for _ in $(seq 1 60); do
