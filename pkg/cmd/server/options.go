@@ -220,6 +220,11 @@ func (o *Options) Config() (*Config, error) {
 		closeDB(db)
 		return nil, err
 	}
+	served, err := o.addContentFollower(gc, store, leader)
+	if err != nil {
+		closeDB(db)
+		return nil, err
+	}
 
 	return &Config{
 		Server: &apiserver.Config{
@@ -228,7 +233,7 @@ func (o *Options) Config() (*Config, error) {
 			Codecs:        codecs,
 			ExtraConfig: apiserver.ExtraConfig{
 				RESTOptionsGetter: restOptions,
-				Content:           store,
+				Content:           served,
 			},
 		},
 		DB:         db,

@@ -113,6 +113,16 @@ func (g *leaderGate) current() (context.Context, <-chan struct{}) {
 	return g.term, g.changed
 }
 
+// isLeading reports whether this replica holds the Lease now (false for a
+// nil gate).
+func (g *leaderGate) isLeading() bool {
+	if g == nil {
+		return false
+	}
+	term, _ := g.current()
+	return term != nil && term.Err() == nil
+}
+
 // restartDelay is how long runWhileLeading waits before starting a
 // controller again that failed while this replica still leads.
 const restartDelay = 5 * time.Second

@@ -2,6 +2,11 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 
 	olmv1 "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1"
 	"github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned"
@@ -80,6 +86,33 @@ func TestLeaderElectedReplicas(t *testing.T) {
 		t.Fatalf("after replica b started the Lease holder is %q, want replica-a", h)
 	}
 
+	// A catalog image served by the leader's controller: replica b, not
+	// leading, fetches the same digest itself and serves identical content,
+	// answering 503 (never 404) until it has it.
+	reg := framework.StartRegistry(t)
+	fbcDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(fbcDir, "catalog.yaml"), []byte(tinyFBC), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tagRef, digestRef := reg.PushCatalog(t, fbcDir, "catalogs/tiny:v1")
+	served := newCatalog("served")
+	served.Spec.Source.Image.Ref = tagRef
+	if _, err := clientA.Create(ctx, served, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		c, err := clientA.Get(ctx, "served", metav1.GetOptions{})
+		return err == nil && resolvedRef(c) == digestRef, nil
+	})
+	if err != nil {
+		t.Fatalf("catalog served never resolved to %s on the leader", digestRef)
+	}
+	fromA := waitContent(t, a, "served")
+	fromB := waitContent(t, b, "served")
+	if fromA != fromB || !strings.Contains(fromA, "foo.v1.0.0") {
+		t.Fatalf("content differs between replicas or lacks the bundle:\na: %s\nb: %s", fromA, fromB)
+	}
+
 	// A graceful stop releases the Lease: b takes over within a few retry periods.
 	a.stop()
 	waitHolder("replica-b", 15*time.Second)
@@ -103,4 +136,36 @@ func TestLeaderElectedReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal("the catalog created after the handover got no Progressing condition within 30s: replica b's controller does not run")
 	}
+	if got := waitContent(t, b, "served"); got != fromA {
+		t.Fatalf("after the handover replica b serves other content:\n%s\nwant\n%s", got, fromA)
+	}
+}
+
+// waitContent reads clustercatalogs/NAME/content from srv until it answers
+// 200 (at most 60 s) and returns the body. Any other answer than 503 with
+// Retry-After fails the test.
+func waitContent(t *testing.T, srv *runningServer, name string) string {
+	t.Helper()
+	rc, err := rest.RESTClientFor(withNegotiation(srv.config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		var code int
+		res := rc.Get().AbsPath("/apis/olm.operatorframework.io/v1/clustercatalogs", name, "content").Do(ctx).StatusCode(&code)
+		raw, _ := res.Raw()
+		switch code {
+		case http.StatusOK:
+			body = string(raw)
+			return true, nil
+		case http.StatusServiceUnavailable:
+			return false, nil
+		}
+		return false, fmt.Errorf("content of %s: %d %s, want 200 or 503", name, code, raw)
+	})
+	if err != nil {
+		t.Fatalf("content of %s: %v", name, err)
+	}
+	return body
 }
