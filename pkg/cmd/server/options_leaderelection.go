@@ -27,7 +27,9 @@ const LeaderElectionHook = "olm-leader-election"
 // every replica serves the API (and the content it has), but only the
 // replica holding the coordination.k8s.io/v1 Lease
 // <ResourceNamespace>/<ResourceName> in the target cluster runs the
-// controllers (client-go tools/leaderelection). Without it (the default)
+// controllers (client-go tools/leaderelection); with no target cluster and
+// --storage-backend=etcd3 the election is held in etcd instead (see
+// campaignEtcd). Without it (the default)
 // the controllers always run: one replica only.
 type LeaderElectionOptions struct {
 	// Enabled turns leader election on (--leader-elect, default false).
@@ -63,7 +65,8 @@ func NewLeaderElectionOptions() LeaderElectionOptions {
 func (l *LeaderElectionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&l.Enabled, "leader-elect", l.Enabled,
 		"Run the catalog and extension controllers only while holding a coordination.k8s.io Lease in the target cluster, "+
-			"so that several replicas can run (every replica serves the API). Needs a target cluster and, for shared objects, --storage-backend=etcd3.")
+			"so that several replicas can run (every replica serves the API). Needs --storage-backend=etcd3 for shared objects; "+
+			"without a target cluster the election is held in etcd (key <etcd-prefix>/leader-election/<namespace>/<name>).")
 	fs.StringVar(&l.ResourceName, "leader-elect-resource-name", l.ResourceName, "Name of the Lease used for leader election.")
 	fs.StringVar(&l.ResourceNamespace, "leader-elect-resource-namespace", l.ResourceNamespace, "Namespace of the Lease used for leader election.")
 	fs.DurationVar(&l.LeaseDuration, "leader-elect-lease-duration", l.LeaseDuration,
@@ -256,9 +259,11 @@ func defaultIdentity() (string, error) {
 }
 
 // addLeaderElection, with --leader-elect, registers the post-start hook
-// that campaigns for the Lease in the target cluster and returns the gate
-// the controllers wait on; without it, nil. It fails when there is no
-// target cluster (standalone mode without --target-kubeconfig).
+// that campaigns for the Lease in the target cluster (or, without a target
+// cluster and with --storage-backend=etcd3, for the etcd election key
+// <etcd-prefix>/leader-election/<namespace>/<name>) and returns the gate the
+// controllers wait on; without --leader-elect, nil. It fails when there is
+// neither a target cluster nor etcd.
 func (o *Options) addLeaderElection(gc *genericapiserver.RecommendedConfig) (*leaderGate, error) {
 	if !o.LeaderElection.Enabled {
 		return nil, nil
@@ -267,14 +272,21 @@ func (o *Options) addLeaderElection(gc *genericapiserver.RecommendedConfig) (*le
 	if err != nil {
 		return nil, err
 	}
-	if target == nil {
-		return nil, fmt.Errorf("--leader-elect needs a cluster for its Lease: --target-kubeconfig, or aggregated mode")
-	}
 	gate := newLeaderGate()
 	l := o.LeaderElection
+	var campaign func(context.Context) error
+	switch {
+	case target != nil:
+		campaign = func(ctx context.Context) error { return l.campaign(ctx, target, gate) }
+	case o.backend == BackendEtcd3 && o.Recommended.Etcd != nil:
+		storage := o.Recommended.Etcd.StorageConfig
+		campaign = func(ctx context.Context) error { return l.campaignEtcd(ctx, storage.Transport, storage.Prefix, gate) }
+	default:
+		return nil, fmt.Errorf("--leader-elect needs a target cluster for its Lease (--target-kubeconfig, or aggregated mode) or --storage-backend=etcd3")
+	}
 	return gate, gc.AddPostStartHook(LeaderElectionHook, func(hc genericapiserver.PostStartHookContext) error {
 		go func() {
-			if err := l.campaign(hc, target, gate); err != nil {
+			if err := campaign(hc); err != nil {
 				klog.ErrorS(err, "leader election stopped: the controllers do not run on this replica")
 			}
 		}()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -168,4 +169,87 @@ func waitContent(t *testing.T, srv *runningServer, name string) string {
 		t.Fatalf("content of %s: %v", name, err)
 	}
 	return body
+}
+
+// TestLeaderElectedReplicasInEtcd: without a target cluster the replicas
+// elect their leader in etcd (--storage-backend=etcd3): the first replica
+// leads, and when it stops the second takes over and its controllers
+// reconcile a catalog created afterwards. Skipped without _output/bin/etcd
+// unless OLM_E2E=1.
+func TestLeaderElectedReplicasInEtcd(t *testing.T) {
+	etcd := etcdForTest(t)
+	ctx := context.Background()
+	const prefix = "/olm-ha-etcd-test"
+	replica := func(identity string) *runningServer {
+		return startStandaloneWith(t, t.TempDir(), func(o *Options) {
+			o.Recommended.Etcd.StorageConfig.Type = BackendEtcd3
+			o.Recommended.Etcd.StorageConfig.Transport.ServerList = []string{etcd.ClientURL}
+			o.Recommended.Etcd.StorageConfig.Prefix = prefix
+			o.LeaderElection.Enabled = true
+			o.LeaderElection.Identity = identity
+			o.LeaderElection.LeaseDuration = 4 * time.Second
+			o.LeaderElection.RenewDeadline = 3 * time.Second
+			o.LeaderElection.RetryPeriod = 500 * time.Millisecond
+		})
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd.ClientURL}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	key := etcdElectionKey(prefix, "olmv1-system", "olm-apiserver")
+	leader := func() string {
+		// The leader is the campaigner with the lowest create revision.
+		resp, err := cli.Get(ctx, key+"/", clientv3.WithFirstCreate()...)
+		if err != nil || len(resp.Kvs) == 0 {
+			return ""
+		}
+		return string(resp.Kvs[0].Value)
+	}
+	waitLeader := func(want string) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			return leader() == want, nil
+		})
+		if err != nil {
+			t.Fatalf("etcd election leader = %q, want %q within 20s", leader(), want)
+		}
+	}
+
+	a := replica("replica-a")
+	waitLeader("replica-a")
+	b := replica("replica-b")
+	clientB := versioned.NewForConfigOrDie(b.config).OlmV1().ClusterCatalogs()
+	// Replica b campaigns (its key exists) but does not lead.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		resp, err := cli.Get(ctx, key+"/", clientv3.WithPrefix())
+		return err == nil && resp.Count == 2, nil
+	})
+	if err != nil {
+		t.Fatal("replica b did not campaign within 20s")
+	}
+	if l := leader(); l != "replica-a" {
+		t.Fatalf("leader after replica b started = %q, want replica-a", l)
+	}
+
+	a.stop()
+	waitLeader("replica-b")
+	if _, err := clientB.Create(ctx, newCatalog("after-handover"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		c, err := clientB.Get(ctx, "after-handover", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == olmv1.TypeProgressing {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatal("the catalog created after the handover got no Progressing condition within 30s: replica b's controller does not run")
+	}
 }
