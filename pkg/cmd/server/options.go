@@ -58,8 +58,10 @@ type Options struct {
 
 	// Standalone runs without kube-apiserver (see the package doc).
 	Standalone bool
-	// DataDir holds the bbolt database (olm.db), the catalog content and,
-	// in standalone mode, the serving certificate and the kubeconfig.
+	// DataDir holds the bbolt database (olm.db, with the default
+	// --storage-backend=bbolt), the catalog content, the extension revision
+	// records and, in standalone mode, the serving certificate and the
+	// kubeconfig.
 	DataDir string
 	// Catalogs configure the ClusterCatalog controller (options_controllers.go).
 	Catalogs CatalogOptions
@@ -72,9 +74,9 @@ type Options struct {
 	Out io.Writer
 
 	// backend is the --storage-backend chosen (options_storage.go), set by
-	// Complete; etcdServersWithBbolt records --etcd-servers given with bbolt.
-	backend              string
-	etcdServersWithBbolt bool
+	// Complete; etcdOnlyFlag names an etcd-only flag given with bbolt.
+	backend      string
+	etcdOnlyFlag string
 }
 
 // NewOptions returns the defaults: aggregated mode, data in ./data, port 8443.
@@ -160,6 +162,7 @@ type Config struct {
 // (another process holds it, or it is corrupt or not a bbolt file), or the
 // certificates cannot be made.
 func (o *Options) Config() (*Config, error) {
+	o.completeStorage() // idempotent; for callers that skipped Complete
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}

@@ -56,7 +56,8 @@ func describeStorageFlags(fs *pflag.FlagSet) {
 
 // completeStorage records the chosen backend. For bbolt it drops the etcd
 // options (so that neither their validation nor their ApplyTo runs) after
-// remembering whether --etcd-servers was given, which Validate rejects.
+// remembering whether --etcd-servers or --encryption-provider-config was
+// given, which Validate rejects.
 // It may be called more than once.
 func (o *Options) completeStorage() {
 	etcd := o.Recommended.Etcd
@@ -68,18 +69,24 @@ func (o *Options) completeStorage() {
 		o.backend = BackendBbolt
 	}
 	if o.backend == BackendBbolt {
-		o.etcdServersWithBbolt = len(etcd.StorageConfig.Transport.ServerList) > 0
+		switch {
+		case len(etcd.StorageConfig.Transport.ServerList) > 0:
+			o.etcdOnlyFlag = "--etcd-servers"
+		case etcd.EncryptionProviderConfigFilepath != "":
+			o.etcdOnlyFlag = "--encryption-provider-config"
+		}
 		o.Recommended.Etcd = nil
 	}
 }
 
-// validateStorage reports an unknown --storage-backend and etcd servers
-// given without --storage-backend=etcd3 (which would silently be ignored).
+// validateStorage reports an unknown --storage-backend and etcd servers or
+// an encryption configuration given without --storage-backend=etcd3 (which
+// would silently be ignored).
 func (o *Options) validateStorage() []error {
 	switch o.backend {
 	case BackendBbolt:
-		if o.etcdServersWithBbolt {
-			return []error{fmt.Errorf("--etcd-servers is only used with --storage-backend=%s", BackendEtcd3)}
+		if o.etcdOnlyFlag != "" {
+			return []error{fmt.Errorf("%s is only used with --storage-backend=%s", o.etcdOnlyFlag, BackendEtcd3)}
 		}
 	case BackendEtcd3:
 	default:

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,12 +23,13 @@ import (
 	"github.com/olm-apiserver/olm-apiserver/test/framework"
 )
 
-// TestLeaderElectedReplicas runs two standalone replicas on one etcd
+// TestLeaderElectedReplicas runs three standalone replicas on one etcd
 // (--storage-backend=etcd3) with --leader-elect on a Lease in a real
 // kube-apiserver (the target cluster): an object created through one
-// replica is read through the other; the first replica holds the Lease;
-// when it stops, the second takes the Lease over and its controllers
-// reconcile a catalog created afterwards. Skipped without
+// replica is read through another; the first replica holds the Lease; a
+// catalog it unpacks is served identically by all three (the others pull
+// the resolved digest themselves); when it stops, another replica takes the
+// Lease over and its controllers reconcile a catalog created afterwards. Skipped without
 // _output/bin/{etcd,kube-apiserver} unless OLM_E2E=1.
 func TestLeaderElectedReplicas(t *testing.T) {
 	cluster := framework.StartCluster(t)
@@ -57,19 +59,23 @@ func TestLeaderElectedReplicas(t *testing.T) {
 		}
 		return *l.Spec.HolderIdentity
 	}
-	waitHolder := func(want string, within time.Duration) {
+	waitHolder := func(within time.Duration, want ...string) string {
 		t.Helper()
+		var got string
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, within, true, func(context.Context) (bool, error) {
-			return holder() == want, nil
+			got = holder()
+			return slices.Contains(want, got), nil
 		})
 		if err != nil {
-			t.Fatalf("Lease %s/%s holder = %q, want %q within %s", ns, lease, holder(), want, within)
+			t.Fatalf("Lease %s/%s holder = %q, want one of %q within %s", ns, lease, got, want, within)
 		}
+		return got
 	}
 
 	a := replica("replica-a")
-	waitHolder("replica-a", 30*time.Second)
+	waitHolder(30*time.Second, "replica-a")
 	b := replica("replica-b")
+	c := replica("replica-c")
 	clientA := versioned.NewForConfigOrDie(a.config).OlmV1().ClusterCatalogs()
 	clientB := versioned.NewForConfigOrDie(b.config).OlmV1().ClusterCatalogs()
 
@@ -110,13 +116,15 @@ func TestLeaderElectedReplicas(t *testing.T) {
 	}
 	fromA := waitContent(t, a, "served")
 	fromB := waitContent(t, b, "served")
-	if fromA != fromB || !strings.Contains(fromA, "foo.v1.0.0") {
-		t.Fatalf("content differs between replicas or lacks the bundle:\na: %s\nb: %s", fromA, fromB)
+	fromC := waitContent(t, c, "served")
+	if fromA != fromB || fromA != fromC || !strings.Contains(fromA, "foo.v1.0.0") {
+		t.Fatalf("content differs between replicas or lacks the bundle:\na: %s\nb: %s\nc: %s", fromA, fromB, fromC)
 	}
 
 	// A graceful stop releases the Lease: b takes over within a few retry periods.
 	a.stop()
-	waitHolder("replica-b", 15*time.Second)
+	next := waitHolder(15*time.Second, "replica-b", "replica-c")
+	t.Logf("after replica-a stopped, %s leads", next)
 	if _, err := clientB.Create(ctx, newCatalog("after-handover"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create through replica b: %v", err)
 	}
@@ -137,8 +145,10 @@ func TestLeaderElectedReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal("the catalog created after the handover got no Progressing condition within 30s: replica b's controller does not run")
 	}
-	if got := waitContent(t, b, "served"); got != fromA {
-		t.Fatalf("after the handover replica b serves other content:\n%s\nwant\n%s", got, fromA)
+	for name, r := range map[string]*runningServer{"b": b, "c": c} {
+		if got := waitContent(t, r, "served"); got != fromA {
+			t.Fatalf("after the handover replica %s serves other content:\n%s\nwant\n%s", name, got, fromA)
+		}
 	}
 }
 
