@@ -36,7 +36,6 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -57,7 +56,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"sigs.k8s.io/yaml"
 
 	"github.com/olm-apiserver/olm-apiserver/pkg/fbc"
@@ -218,36 +216,7 @@ func bundleImage(dir string) (v1.Image, error) {
 	if mt := meta.Annotations["operators.operatorframework.io.bundle.mediatype.v1"]; mt != "registry+v1" {
 		return nil, fmt.Errorf("metadata/annotations.yaml: media type %q, want registry+v1", mt)
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	err = fs.WalkDir(os.DirFS(dir), ".", func(p string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil || p == ".":
-			return err
-		case d.IsDir():
-			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: p + "/", Mode: 0o755})
-		case d.Type().IsRegular():
-			data, err := os.ReadFile(path.Join(dir, p))
-			if err != nil {
-				return err
-			}
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: p, Mode: 0o644, Size: int64(len(data))}); err != nil {
-				return err
-			}
-			_, err = tw.Write(data)
-			return err
-		}
-		return fmt.Errorf("%s: only folders and regular files go into a bundle image", p)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
-	})
+	layer, err := image.LayerFromFS(os.DirFS(dir), "", true)
 	if err != nil {
 		return nil, err
 	}

@@ -26,10 +26,27 @@ func CatalogImage(fsys fs.FS, imageDir string, labels map[string]string) (v1.Ima
 	if !ok || dir == "" {
 		return nil, fmt.Errorf("invalid catalog directory %q", imageDir)
 	}
+	// Other file types (links, devices) are not part of a catalog: skip them.
+	layer, err := LayerFromFS(fsys, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	all := map[string]string{CatalogConfigsLabel: "/" + dir}
+	for k, v := range labels {
+		all[k] = v
+	}
+	return ImageWithLayers(all, layer)
+}
+
+// LayerFromFS builds an uncompressed-in-memory image layer holding the
+// directories and regular files of fsys under imageDir ("" or a cleaned
+// relative path such as "configs"; its parent directories are added too).
+// Any other file type is skipped, or refused with an error naming it when
+// strict is set. Suits test and sample content (tens of MB).
+func LayerFromFS(fsys fs.FS, imageDir string, strict bool) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	// Parent directories of imageDir.
-	for i, parts := 0, splitPath(dir); i < len(parts); i++ {
+	for i, parts := 0, splitPath(imageDir); i < len(parts); i++ {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: path.Join(parts[:i+1]...) + "/", Mode: 0o755}); err != nil {
 			return nil, err
 		}
@@ -38,7 +55,7 @@ func CatalogImage(fsys fs.FS, imageDir string, labels map[string]string) (v1.Ima
 		if err != nil || p == "." {
 			return err
 		}
-		name := path.Join(dir, p)
+		name := path.Join(imageDir, p)
 		switch {
 		case d.IsDir():
 			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755})
@@ -52,8 +69,10 @@ func CatalogImage(fsys fs.FS, imageDir string, labels map[string]string) (v1.Ima
 			}
 			_, err = tw.Write(data)
 			return err
+		case strict:
+			return fmt.Errorf("%s: only folders and regular files go into the image", p)
 		}
-		return nil // other file types are not part of a catalog
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -61,17 +80,9 @@ func CatalogImage(fsys fs.FS, imageDir string, labels map[string]string) (v1.Ima
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	all := map[string]string{CatalogConfigsLabel: "/" + dir}
-	for k, v := range labels {
-		all[k] = v
-	}
-	return ImageWithLayers(all, layer)
 }
 
 // ImageWithLayers builds an image of the given layers (lowest first) whose
