@@ -19,5 +19,5 @@ go test -count=1 "$@" "${plain[@]}"
 if [ "${#race[@]}" -gt 0 ]; then
   # -v so that the log names every storage conformance test that ran.
   echo ">> go test -race -v (${#race[@]} packages)"
-  go test -race -count=1 -v "$@" "${race[@]}" 2>&1 | grep -vE '^[IWE][0-9]{4} ' 
+  go test -race -count=1 -v "$@" "${race[@]}" 2>&1 | grep -avE '^[IWE][0-9]{4} '
 fi
