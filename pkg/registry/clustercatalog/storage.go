@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -57,31 +56,14 @@ var catalogColumns = []metav1.TableColumnDefinition{
 }
 
 func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: catalogColumns}
 	now := time.Now()
-	add := func(cc *olmv1.ClusterCatalog) {
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Object: runtime.RawExtension{Object: cc},
-			Cells: []interface{}{
-				cc.Name,
-				printers.OptionalAge(cc.Status.LastUnpacked, now),
-				printers.ConditionStatus(cc.Status.Conditions, olmv1.TypeServing),
-				printers.Age(&cc.CreationTimestamp, now),
-			},
-		})
-	}
-	switch t := obj.(type) {
-	case *olmv1.ClusterCatalog:
-		add(t)
-	case *olmv1.ClusterCatalogList:
-		for i := range t.Items {
-			add(&t.Items[i])
+	return printers.ToTable(obj, catalogColumns, func(o runtime.Object) []interface{} {
+		cc := o.(*olmv1.ClusterCatalog)
+		return []interface{}{
+			cc.Name,
+			printers.OptionalAge(cc.Status.LastUnpacked, now),
+			printers.ConditionStatus(cc.Status.Conditions, olmv1.TypeServing),
+			printers.Age(&cc.CreationTimestamp, now),
 		}
-		table.ResourceVersion, table.Continue, table.RemainingItemCount = t.ResourceVersion, t.Continue, t.RemainingItemCount
-	default:
-		if m, err := meta.ListAccessor(obj); err == nil {
-			table.ResourceVersion, table.Continue = m.GetResourceVersion(), m.GetContinue()
-		}
-	}
-	return table, nil
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -59,35 +58,18 @@ var extensionColumns = []metav1.TableColumnDefinition{
 }
 
 func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: extensionColumns}
 	now := time.Now()
-	add := func(ce *olmv1.ClusterExtension) {
+	return printers.ToTable(obj, extensionColumns, func(o runtime.Object) []interface{} {
+		ce := o.(*olmv1.ClusterExtension)
 		var bundle, version string
 		if in := ce.Status.Install; in != nil {
 			bundle, version = in.Bundle.Name, in.Bundle.Version
 		}
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Object: runtime.RawExtension{Object: ce},
-			Cells: []interface{}{
-				ce.Name, bundle, version,
-				printers.ConditionStatus(ce.Status.Conditions, olmv1.TypeInstalled),
-				printers.ConditionStatus(ce.Status.Conditions, olmv1.TypeProgressing),
-				printers.Age(&ce.CreationTimestamp, now),
-			},
-		})
-	}
-	switch t := obj.(type) {
-	case *olmv1.ClusterExtension:
-		add(t)
-	case *olmv1.ClusterExtensionList:
-		for i := range t.Items {
-			add(&t.Items[i])
+		return []interface{}{
+			ce.Name, bundle, version,
+			printers.ConditionStatus(ce.Status.Conditions, olmv1.TypeInstalled),
+			printers.ConditionStatus(ce.Status.Conditions, olmv1.TypeProgressing),
+			printers.Age(&ce.CreationTimestamp, now),
 		}
-		table.ResourceVersion, table.Continue, table.RemainingItemCount = t.ResourceVersion, t.Continue, t.RemainingItemCount
-	default:
-		if m, err := meta.ListAccessor(obj); err == nil {
-			table.ResourceVersion, table.Continue = m.GetResourceVersion(), m.GetContinue()
-		}
-	}
-	return table, nil
+	})
 }
