@@ -4,7 +4,12 @@
 // server reads it back, so it neither reinstalls a bundle nor forgets which
 // objects to prune or to delete on uninstall (issue 8).
 //
-// Records are JSON files, one per ClusterExtension, in <dir>/<name>.json,
+// Records are kept behind the Records interface. SecretStore keeps them in
+// Secrets of the target cluster, shared by every replica of the server (high
+// availability, issue 10); Store, the original place, keeps JSON files in
+// the data directory and is SecretStore's migration source.
+//
+// Store's records are JSON files, one per ClusterExtension, in <dir>/<name>.json,
 // written atomically (temporary file, fsync, rename, fsync of the directory).
 // They live in the server's data directory beside the bbolt database that
 // holds the ClusterExtensions themselves: both are lost or kept together
@@ -13,6 +18,7 @@
 package revision
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,7 +91,7 @@ func (s *Store) path(name string) (string, error) {
 
 // Get returns the record of the ClusterExtension name, or nil (and no error)
 // when there is none. A file that does not parse is an error naming it.
-func (s *Store) Get(name string) (*Record, error) {
+func (s *Store) Get(_ context.Context, name string) (*Record, error) {
 	p, err := s.path(name)
 	if err != nil {
 		return nil, err
@@ -107,7 +113,7 @@ func (s *Store) Get(name string) (*Record, error) {
 // Put writes r as the record of r.Extension, replacing any previous one
 // atomically: readers (and a restarted server) see either the old record or
 // the new one, never a mix. It sets r.Updated when it is zero.
-func (s *Store) Put(r Record) error {
+func (s *Store) Put(_ context.Context, r Record) error {
 	p, err := s.path(r.Extension)
 	if err != nil {
 		return err
@@ -139,19 +145,23 @@ func (s *Store) Put(r Record) error {
 }
 
 // Delete removes the record of name; a missing record is not an error.
-func (s *Store) Delete(name string) error {
+func (s *Store) Delete(_ context.Context, name string) error {
 	p, err := s.path(name)
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+	err = os.Remove(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("deleting revision record: %w", err)
 	}
 	return s.syncDir()
 }
 
 // List returns every record, in name order.
-func (s *Store) List() ([]Record, error) {
+func (s *Store) List(ctx context.Context) ([]Record, error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("listing revision records: %w", err)
@@ -162,7 +172,7 @@ func (s *Store) List() ([]Record, error) {
 		if e.IsDir() || strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".json") {
 			continue
 		}
-		r, err := s.Get(strings.TrimSuffix(n, ".json"))
+		r, err := s.Get(ctx, strings.TrimSuffix(n, ".json"))
 		if err != nil {
 			return nil, err
 		}

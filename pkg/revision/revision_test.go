@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,12 +13,13 @@ import (
 )
 
 func TestStoreRoundTrip(t *testing.T) {
+	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "extensions")
 	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := s.Get("argocd"); r != nil || err != nil {
+	if r, err := s.Get(ctx, "argocd"); r != nil || err != nil {
 		t.Fatalf("Get of a missing record = %v, %v; want nil, nil", r, err)
 	}
 	rec := Record{
@@ -27,7 +29,7 @@ func TestStoreRoundTrip(t *testing.T) {
 		Objects:   []applier.Ref{{Version: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "a"}},
 		Updated:   time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 	}
-	if err := s.Put(rec); err != nil {
+	if err := s.Put(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
 	// A second store on the same directory (a restarted server) reads it back.
@@ -35,7 +37,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s2.Get("argocd")
+	got, err := s2.Get(ctx, "argocd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +47,10 @@ func TestStoreRoundTrip(t *testing.T) {
 
 	rec.Objects = nil
 	rec.Installed.Version = "0.7.0"
-	if err := s.Put(rec); err != nil {
+	if err := s.Put(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = s.Get("argocd")
+	got, _ = s.Get(ctx, "argocd")
 	if got.Installed.Version != "0.7.0" || len(got.Objects) != 0 {
 		t.Errorf("after replace: %+v", got)
 	}
@@ -57,39 +59,40 @@ func TestStoreRoundTrip(t *testing.T) {
 		t.Errorf("directory holds %v, want only argocd.json (no temporary files)", entries)
 	}
 
-	if err := s.Put(Record{Extension: "b"}); err != nil {
+	if err := s.Put(ctx, Record{Extension: "b"}); err != nil {
 		t.Fatal(err)
 	}
-	list, err := s.List()
+	list, err := s.List(ctx)
 	if err != nil || len(list) != 2 || list[0].Extension != "argocd" || list[1].Extension != "b" {
 		t.Errorf("List = %v, %v", list, err)
 	}
-	if err := s.Delete("argocd"); err != nil {
+	if err := s.Delete(ctx, "argocd"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete("argocd"); err != nil {
+	if err := s.Delete(ctx, "argocd"); err != nil {
 		t.Errorf("deleting a missing record: %v", err)
 	}
-	if r, _ := s.Get("argocd"); r != nil {
+	if r, _ := s.Get(ctx, "argocd"); r != nil {
 		t.Errorf("record still there after Delete: %v", r)
 	}
 }
 
 func TestStoreErrors(t *testing.T) {
+	ctx := context.Background()
 	dir := t.TempDir()
 	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"../x", "", "A"} {
-		if err := s.Put(Record{Extension: name}); err == nil || !strings.Contains(err.Error(), "invalid ClusterExtension name") {
+		if err := s.Put(ctx, Record{Extension: name}); err == nil || !strings.Contains(err.Error(), "invalid ClusterExtension name") {
 			t.Errorf("Put(%q) error = %v, want invalid name", name, err)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get("broken"); err == nil || !strings.Contains(err.Error(), "broken.json") {
+	if _, err := s.Get(ctx, "broken"); err == nil || !strings.Contains(err.Error(), "broken.json") {
 		t.Errorf("Get of a corrupt record: %v, want an error naming the file", err)
 	}
 }

@@ -3,9 +3,11 @@ package server
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -15,6 +17,7 @@ import (
 	"github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned"
 	"github.com/olm-apiserver/olm-apiserver/pkg/image"
 	"github.com/olm-apiserver/olm-apiserver/pkg/resolve"
+	"github.com/olm-apiserver/olm-apiserver/pkg/revision"
 )
 
 // ExtensionControllerHook is the name of the post-start hook that runs the
@@ -34,11 +37,16 @@ type ExtensionOptions struct {
 	// ResyncPeriod is how often installed extensions are reconciled again to
 	// correct drift.
 	ResyncPeriod time.Duration
+	// RecordNamespace is the namespace of the target cluster where the
+	// revision record of each ClusterExtension is kept (a Secret, shared by
+	// every replica; pkg/revision.SecretStore): the namespace the server
+	// runs in, default olmv1-system. It must exist.
+	RecordNamespace string
 }
 
 // NewExtensionOptions returns the defaults.
 func NewExtensionOptions() ExtensionOptions {
-	return ExtensionOptions{Enabled: true, ResyncPeriod: extension.DefaultResyncPeriod}
+	return ExtensionOptions{Enabled: true, ResyncPeriod: extension.DefaultResyncPeriod, RecordNamespace: revision.DefaultNamespace}
 }
 
 // AddFlags adds the controller's flags to fs.
@@ -50,14 +58,21 @@ func (e *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
 			"(--kubeconfig or in-cluster); in --standalone mode there is none unless this flag is set.")
 	fs.DurationVar(&e.ResyncPeriod, "extension-resync-period", e.ResyncPeriod,
 		"How often each installed ClusterExtension is reconciled again, correcting objects edited or deleted by hand.")
+	fs.StringVar(&e.RecordNamespace, "extension-record-namespace", e.RecordNamespace,
+		"Namespace of the target cluster holding the installed revision of each ClusterExtension (a Secret olm-revision-<name>, "+
+			"read by whichever replica leads); normally the namespace the server runs in. It must exist.")
 }
 
 // Validate reports invalid extension options.
 func (e *ExtensionOptions) Validate() []error {
+	var errs []error
 	if e.ResyncPeriod < time.Second {
-		return []error{fmt.Errorf("--extension-resync-period must be at least 1s")}
+		errs = append(errs, fmt.Errorf("--extension-resync-period must be at least 1s"))
 	}
-	return nil
+	if msgs := validation.IsDNS1123Label(e.RecordNamespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--extension-record-namespace %q: %s", e.RecordNamespace, strings.Join(msgs, "; ")))
+	}
+	return errs
 }
 
 // addExtensionController registers the post-start hook that runs the
@@ -106,6 +121,9 @@ func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig,
 				Unpacker:     unpacker,
 				ResyncPeriod: e.ResyncPeriod,
 				Recorder:     recorder,
+				// The revision records live in the target cluster, so a new
+				// leader knows what the previous one installed.
+				RecordNamespace: e.RecordNamespace,
 			})
 		})
 		if err != nil {

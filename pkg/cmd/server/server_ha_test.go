@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	olmv1 "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1"
 	"github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned"
@@ -28,7 +29,10 @@ import (
 // kube-apiserver (the target cluster): an object created through one
 // replica is read through another; the first replica holds the Lease; a
 // catalog it unpacks is served identically by all three (the others pull
-// the resolved digest themselves); when it stops, another replica takes the
+// the resolved digest themselves); the objects of an extension it installs
+// are uninstalled by the next leader (the revision record is a Secret in the
+// target cluster);
+// when it stops, another replica takes the
 // Lease over and its controllers reconcile a catalog created afterwards. Skipped without
 // _output/bin/{etcd,kube-apiserver} unless OLM_E2E=1.
 func TestLeaderElectedReplicas(t *testing.T) {
@@ -121,10 +125,84 @@ func TestLeaderElectedReplicas(t *testing.T) {
 		t.Fatalf("content differs between replicas or lacks the bundle:\na: %s\nb: %s\nc: %s", fromA, fromB, fromC)
 	}
 
-	// A graceful stop releases the Lease: b takes over within a few retry periods.
+	// An extension installed by the leader (a), on the target cluster.
+	const extNS = "ha-ext"
+	if _, err := cluster.Client.CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: extNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, bundleRef := reg.PushBundle(t, writeHABundle(t), "bundles/bar:v1.0.0")
+	extFBC := t.TempDir()
+	if err := os.WriteFile(filepath.Join(extFBC, "catalog.yaml"), []byte(strings.ReplaceAll(barFBC, "BUNDLE_IMAGE", bundleRef)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	extCatalogRef, _ := reg.PushCatalog(t, extFBC, "catalogs/bar:v1")
+	extCatalog := newCatalog("ext-catalog")
+	extCatalog.Spec.Source.Image.Ref = extCatalogRef
+	if _, err := clientA.Create(ctx, extCatalog, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	extsA := versioned.NewForConfigOrDie(a.config).OlmV1().ClusterExtensions()
+	ce := &olmv1.ClusterExtension{
+		ObjectMeta: metav1.ObjectMeta{Name: "bar"},
+		Spec: olmv1.ClusterExtensionSpec{Namespace: extNS, Source: olmv1.SourceConfig{
+			SourceType: olmv1.SourceTypeCatalog, Catalog: &olmv1.CatalogFilter{
+				// The other catalogs of this test never serve.
+				PackageName: "bar", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{olmv1.MetadataNameLabel: "ext-catalog"}},
+			},
+		}},
+	}
+	if _, err := extsA.Create(ctx, ce, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		cur, err := extsA.Get(ctx, "bar", metav1.GetOptions{})
+		return err == nil && cur.Status.Install != nil && cur.Status.Install.Bundle.Name == "bar.v1.0.0", nil
+	})
+	if err != nil {
+		cur, _ := extsA.Get(ctx, "bar", metav1.GetOptions{})
+		t.Fatalf("extension bar not installed by the leader within 60s: %+v", cur.Status)
+	}
+	if _, err := cluster.Client.CoreV1().ConfigMaps(extNS).Get(ctx, "bar-config", metav1.GetOptions{}); err != nil {
+		t.Fatalf("ConfigMap of extension bar: %v", err)
+	}
+
+	// Then it asks for a version no catalog has: bar.v1.0.0 stays installed,
+	// and a new leader cannot find its objects again by resolving and
+	// applying; it must know them from the record a wrote (its own data
+	// directory holds none) to uninstall them.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := extsA.Get(ctx, "bar", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Source.Catalog.Version = "9.9.9"
+		_, err = extsA.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A graceful stop releases the Lease: b takes over within a few retry
+	// periods.
 	a.stop()
+	extsB := versioned.NewForConfigOrDie(b.config).OlmV1().ClusterExtensions()
+	if err := extsB.Delete(ctx, "bar", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	next := waitHolder(15*time.Second, "replica-b", "replica-c")
 	t.Logf("after replica-a stopped, %s leads", next)
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		_, err := extsB.Get(ctx, "bar", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatal("ClusterExtension bar not gone within 60s after the handover")
+	}
+	if _, err := cluster.Client.CoreV1().ConfigMaps(extNS).Get(ctx, "bar-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("ConfigMap of extension bar after uninstall by the new leader: %v, want NotFound", err)
+	}
 	if _, err := clientB.Create(ctx, newCatalog("after-handover"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create through replica b: %v", err)
 	}
@@ -262,4 +340,83 @@ func TestLeaderElectedReplicasInEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal("the catalog created after the handover got no Progressing condition within 30s: replica b's controller does not run")
 	}
+}
+
+// barFBC is a catalog with one package, bar, whose only bundle is
+// BUNDLE_IMAGE (replaced by the pushed writeHABundle).
+const barFBC = `schema: olm.package
+name: bar
+defaultChannel: stable
+---
+schema: olm.channel
+package: bar
+name: stable
+entries:
+- name: bar.v1.0.0
+---
+schema: olm.bundle
+package: bar
+name: bar.v1.0.0
+image: BUNDLE_IMAGE
+properties:
+- type: olm.package
+  value: {packageName: bar, version: 1.0.0}
+`
+
+// writeHABundle writes a registry+v1 bundle of package bar: a CSV
+// (AllNamespaces, one Deployment) and the ConfigMap bar-config.
+func writeHABundle(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"metadata/annotations.yaml": `annotations:
+  operators.operatorframework.io.bundle.mediatype.v1: registry+v1
+  operators.operatorframework.io.bundle.manifests.v1: manifests/
+  operators.operatorframework.io.bundle.metadata.v1: metadata/
+  operators.operatorframework.io.bundle.package.v1: bar
+`,
+		"manifests/bar-config.configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: bar-config
+data:
+  version: 1.0.0
+`,
+		"manifests/bar.csv.yaml": `apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: bar.v1.0.0
+spec:
+  version: 1.0.0
+  displayName: Bar
+  installModes:
+  - {type: OwnNamespace, supported: false}
+  - {type: SingleNamespace, supported: false}
+  - {type: MultiNamespace, supported: false}
+  - {type: AllNamespaces, supported: true}
+  install:
+    strategy: deployment
+    spec:
+      deployments:
+      - name: bar-operator
+        spec:
+          replicas: 1
+          selector: {matchLabels: {app: bar}}
+          template:
+            metadata: {labels: {app: bar}}
+            spec:
+              containers:
+              - {name: manager, image: registry.example/bar:1.0.0}
+`,
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

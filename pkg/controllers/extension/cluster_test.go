@@ -440,11 +440,12 @@ func (e *env) waitGone(t *testing.T, gvr schema.GroupVersionResource, ns, name s
 
 func (e *env) record(t *testing.T, name string) *revision.Record {
 	t.Helper()
-	s, err := revision.Open(filepath.Join(e.dataDir, "extensions"))
+	// A store of its own, as another replica would read it.
+	s, err := revision.NewSecretStore(e.cluster.Client, revision.DefaultNamespace, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.Get(name)
+	r, err := s.Get(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,6 +500,7 @@ func TestController(t *testing.T) {
 	lateCatalog := writeCatalog(t, fbcPackage("late", fbcBundle{name: "late-operator.1.0.0", version: "1.0.0", image: widget1}))
 	_, catalogRef := reg.PushCatalog(t, fbc, "catalogs/test:v1")
 	e.serveCatalog("test-catalog", fbc, catalogRef)
+	e.createNamespace(revision.DefaultNamespace) // of the revision record Secrets
 	e.startController(c.AdminConfig)
 
 	t.Run("install, upgrade with prune, non-successor, SelfCertified, restart, drift, delete", func(t *testing.T) {
@@ -583,6 +585,10 @@ func TestController(t *testing.T) {
 		if err := e.dyn.Resource(gvrConfigMap).Namespace(ns).Delete(context.Background(), "dummy-configmap", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		// The new controller has an empty data directory, as another
+		// replica taking the leadership over: the installed revision is read
+		// from its Secret in the target cluster.
+		e.dataDir = t.TempDir()
 		e.startController(c.AdminConfig)
 		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
 			return e.get(t, gvrConfigMap, ns, "dummy-configmap") != nil, nil

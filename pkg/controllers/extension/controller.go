@@ -21,7 +21,8 @@
 //     applier.OwnerLabel=<name>; existing objects of someone else are never
 //     adopted;
 //  7. prune the objects of the previous revision that the new one lacks;
-//  8. record the installed revision durably (pkg/revision) and write status.
+//  8. record the installed revision durably (pkg/revision: a Secret in the
+//     target cluster, so a new leader knows it) and write status.
 //
 // Uninstall (the ClusterExtension has a deletionTimestamp) deletes every
 // object of the record, CustomResourceDefinitions included (and with them
@@ -50,6 +51,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
@@ -94,7 +96,15 @@ type Config struct {
 	// Content reads catalog content for resolution (for the content store:
 	// resolve.SeqSource(store.PackageBlobs)). Required.
 	Content resolve.PackageSource
-	// DataDir holds extensions/ (the revision records), bundles/ (the bundle
+	// RecordNamespace is the namespace of the target cluster holding the
+	// revision records, one Secret per ClusterExtension (revision.SecretStore,
+	// shared by every replica of the server), default
+	// revision.DefaultNamespace. It must exist. Without a target cluster the
+	// records stay in <DataDir>/extensions.
+	RecordNamespace string
+	// DataDir holds extensions/ (the revision records of earlier versions,
+	// migrated into Secrets on first read, or the records themselves without
+	// a target cluster), bundles/ (the bundle
 	// cache of the default unpacker) and webhook-ca/ (the CA of webhook
 	// serving certificates). Required.
 	DataDir string
@@ -127,7 +137,7 @@ type Config struct {
 // Controller reconciles ClusterExtensions.
 type Controller struct {
 	cfg      Config
-	records  *revision.Store
+	records  revision.Records
 	unpacker BundleUnpacker
 	certs    render.CertProvider
 	applier  *applier.Applier // nil without a target cluster
@@ -153,11 +163,11 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	records, err := revision.Open(filepath.Join(cfg.DataDir, "extensions"))
+	files, err := revision.Open(filepath.Join(cfg.DataDir, "extensions"))
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, records: records, unpacker: cfg.Unpacker, certs: cfg.CertProvider}
+	c := &Controller{cfg: cfg, records: files, unpacker: cfg.Unpacker, certs: cfg.CertProvider}
 	if c.unpacker == nil {
 		p := cfg.Puller
 		if p == nil {
@@ -194,6 +204,17 @@ func New(cfg Config) (*Controller, error) {
 			Client:       dyn,
 			Mapper:       restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
 			FieldManager: cfg.FieldManager,
+		}
+		kc, err := kubernetes.NewForConfig(cfg.Target)
+		if err != nil {
+			return nil, fmt.Errorf("target cluster client: %w", err)
+		}
+		ns := cfg.RecordNamespace
+		if ns == "" {
+			ns = revision.DefaultNamespace
+		}
+		if c.records, err = revision.NewSecretStore(kc, ns, files); err != nil {
+			return nil, err
 		}
 	}
 
@@ -362,7 +383,7 @@ func (c *Controller) pruneBundleCache(ctx context.Context) {
 	if !ok {
 		return
 	}
-	recs, err := c.records.List()
+	recs, err := c.records.List(ctx)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "not pruning the bundle cache")
 		return

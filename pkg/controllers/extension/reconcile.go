@@ -113,7 +113,7 @@ func (c *Controller) writeStatus(ctx context.Context, cached, ce *olmv1.ClusterE
 // after how long to reconcile again when it succeeded.
 func (c *Controller) install(ctx context.Context, ce *olmv1.ClusterExtension) (outcome, time.Duration) {
 	log := klog.FromContext(ctx).WithValues("clusterExtension", ce.Name)
-	rec, err := c.records.Get(ce.Name)
+	rec, err := c.records.Get(ctx, ce.Name)
 	if err != nil {
 		o := retrying("reading the installed revision: %v", err)
 		o.deprecation = deprecationUnknown("installed revision unreadable")
@@ -137,7 +137,7 @@ func (c *Controller) install(ctx context.Context, ce *olmv1.ClusterExtension) (o
 		o.deprecation = deprecationUnknown("no catalog source")
 		return o, 0
 	}
-	res, err := resolve.Resolve(ctx, c.catalogInfos(), c.cfg.Content, c.request(ce, installed))
+	res, err := resolve.Resolve(ctx, c.catalogInfos(), c.cfg.Content, c.request(ctx, ce, installed))
 	fail := func(o outcome) (outcome, time.Duration) {
 		o.installed = installed
 		o.deprecation = res.Deprecation
@@ -203,7 +203,7 @@ func (c *Controller) install(ctx context.Context, ce *olmv1.ClusterExtension) (o
 	}
 	pending := *rec
 	pending.Objects = applier.Union(rec.Objects, newRefs)
-	if err := c.putRecord(rec, pending); err != nil {
+	if err := c.putRecord(ctx, rec, pending); err != nil {
 		return fail(retrying("%s: %v", label, err))
 	}
 	*rec = pending
@@ -232,7 +232,7 @@ func (c *Controller) install(ctx context.Context, ce *olmv1.ClusterExtension) (o
 		},
 		Objects: newRefs,
 	}
-	if err := c.putRecord(rec, done); err != nil {
+	if err := c.putRecord(ctx, rec, done); err != nil {
 		return fail(retrying("%s: %v", label, err))
 	}
 	o := outcome{installed: done.Installed, reason: olmv1.ReasonSucceeded, deprecation: res.Deprecation}
@@ -245,7 +245,7 @@ func (c *Controller) install(ctx context.Context, ce *olmv1.ClusterExtension) (o
 	}
 	if installed == nil || installed.Name != b.Name {
 		// BundleDeprecated is about the installed bundle, which just changed.
-		again, _ := resolve.Resolve(ctx, c.catalogInfos(), c.cfg.Content, c.request(ce, done.Installed))
+		again, _ := resolve.Resolve(ctx, c.catalogInfos(), c.cfg.Content, c.request(ctx, ce, done.Installed))
 		o.deprecation = again.Deprecation
 	}
 	after := c.cfg.ResyncPeriod
@@ -260,11 +260,11 @@ func (c *Controller) install(ctx context.Context, ce *olmv1.ClusterExtension) (o
 }
 
 // putRecord writes next unless it equals cur (no fsync for a no-op resync).
-func (c *Controller) putRecord(cur *revision.Record, next revision.Record) error {
+func (c *Controller) putRecord(ctx context.Context, cur *revision.Record, next revision.Record) error {
 	if reflect.DeepEqual(cur.Installed, next.Installed) && slices.Equal(cur.Objects, next.Objects) && cur.UID == next.UID {
 		return nil
 	}
-	if err := c.records.Put(next); err != nil {
+	if err := c.records.Put(ctx, next); err != nil {
 		return fmt.Errorf("recording the installed revision: %w", err)
 	}
 	return nil
@@ -342,7 +342,7 @@ func (c *Controller) catalogInfos() []resolve.CatalogInfo {
 }
 
 // request builds the resolution request of ce.
-func (c *Controller) request(ce *olmv1.ClusterExtension, installed *revision.Bundle) resolve.Request {
+func (c *Controller) request(ctx context.Context, ce *olmv1.ClusterExtension, installed *revision.Bundle) resolve.Request {
 	f := ce.Spec.Source.Catalog
 	req := resolve.Request{
 		PackageName:             f.PackageName,
@@ -354,7 +354,7 @@ func (c *Controller) request(ce *olmv1.ClusterExtension, installed *revision.Bun
 	if installed != nil {
 		req.Installed = &resolve.InstalledBundle{Name: installed.Name, Version: installed.Version, Release: installed.Release}
 	}
-	others, err := c.records.List()
+	others, err := c.records.List(ctx)
 	if err == nil {
 		for _, r := range others {
 			if r.Extension == ce.Name || r.Installed == nil {
@@ -374,7 +374,7 @@ func (c *Controller) uninstall(ctx context.Context, ce *olmv1.ClusterExtension) 
 	if !slices.Contains(ce.Finalizers, Finalizer) {
 		return 0, nil
 	}
-	rec, err := c.records.Get(ce.Name)
+	rec, err := c.records.Get(ctx, ce.Name)
 	if err != nil {
 		return 0, err
 	}
@@ -401,11 +401,11 @@ func (c *Controller) uninstall(ctx context.Context, ce *olmv1.ClusterExtension) 
 			_ = c.uninstallStatus(ctx, ce, "uninstalling: waiting for deletion of "+strings.Join(left, ", "))
 			return time.Second, nil
 		}
-		if err := c.records.Delete(ce.Name); err != nil {
+		if err := c.records.Delete(ctx, ce.Name); err != nil {
 			return 0, err
 		}
 	} else if rec != nil {
-		if err := c.records.Delete(ce.Name); err != nil {
+		if err := c.records.Delete(ctx, ce.Name); err != nil {
 			return 0, err
 		}
 	}
