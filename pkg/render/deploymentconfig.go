@@ -28,17 +28,7 @@ func applyDeploymentConfig(deployAnnotations *map[string]string, tmpl *corev1.Po
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
 		for _, e := range dc.Env {
-			replaced := false
-			for j := range c.Env {
-				if c.Env[j].Name == e.Name {
-					c.Env[j] = e
-					replaced = true
-					break
-				}
-			}
-			if !replaced {
-				c.Env = append(c.Env, e)
-			}
+			c.Env = upsertByName(c.Env, e, func(v corev1.EnvVar) string { return v.Name })
 		}
 		for _, ef := range dc.EnvFrom {
 			if !containsEqual(c.EnvFrom, ef) {
@@ -49,17 +39,7 @@ func applyDeploymentConfig(deployAnnotations *map[string]string, tmpl *corev1.Po
 			c.Resources = *dc.Resources.DeepCopy()
 		}
 		for _, vm := range dc.VolumeMounts {
-			replaced := false
-			for j := range c.VolumeMounts {
-				if c.VolumeMounts[j].Name == vm.Name {
-					c.VolumeMounts[j] = vm
-					replaced = true
-					break
-				}
-			}
-			if !replaced {
-				c.VolumeMounts = append(c.VolumeMounts, vm)
-			}
+			c.VolumeMounts = upsertByName(c.VolumeMounts, vm, func(m corev1.VolumeMount) string { return m.Name })
 		}
 	}
 	if dc.NodeSelector != nil {
@@ -74,17 +54,7 @@ func applyDeploymentConfig(deployAnnotations *map[string]string, tmpl *corev1.Po
 		}
 	}
 	for _, v := range dc.Volumes {
-		replaced := false
-		for j := range spec.Volumes {
-			if spec.Volumes[j].Name == v.Name {
-				spec.Volumes[j] = v
-				replaced = true
-				break
-			}
-		}
-		if !replaced {
-			spec.Volumes = append(spec.Volumes, v)
-		}
+		spec.Volumes = upsertByName(spec.Volumes, v, func(v corev1.Volume) string { return v.Name })
 	}
 	if a := dc.Affinity; a != nil {
 		if spec.Affinity == nil {
@@ -139,4 +109,16 @@ func containsEqual[T any](list []T, v T) bool {
 		}
 	}
 	return false
+}
+
+// upsertByName replaces the first element of list whose name equals item's,
+// or appends item when there is none.
+func upsertByName[T any](list []T, item T, name func(T) string) []T {
+	for i := range list {
+		if name(list[i]) == name(item) {
+			list[i] = item
+			return list
+		}
+	}
+	return append(list, item)
 }
