@@ -277,6 +277,11 @@ func (s *Store) Delete(catalog string) error {
 	w := s.writer(catalog)
 	w.Lock()
 	defer w.Unlock()
+	return s.deleteLocked(catalog)
+}
+
+// deleteLocked is Delete with the catalog's writer lock held.
+func (s *Store) deleteLocked(catalog string) error {
 	catDir := filepath.Join(s.root, catalog)
 	if err := os.Remove(filepath.Join(catDir, currentFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -290,6 +295,36 @@ func (s *Store) Delete(catalog string) error {
 		return nil
 	}
 	return os.RemoveAll(catDir)
+}
+
+// Prune deletes (as Delete does) the content of every stored catalog for
+// which keep returns false, and returns the Info of each catalog it deleted,
+// sorted by catalog name. keep is called once per catalog stored when Prune
+// starts, with that catalog's writer lock held, so no Put or Delete of the
+// same catalog runs between keep's answer and the deletion; a catalog whose
+// content went away meanwhile is skipped. keep must not call Put or Delete.
+// A failed deletion does not stop the others: the errors are joined, and the
+// catalogs that failed are not in the returned list.
+//
+// It is how content whose ClusterCatalog no longer exists (deleted while the
+// server was down) is removed at startup; see the catalog controller.
+func (s *Store) Prune(keep func(Info) bool) ([]Info, error) {
+	var removed []Info
+	var errs []error
+	for _, candidate := range s.Catalogs() {
+		w := s.writer(candidate.Catalog)
+		w.Lock()
+		info, ok := s.Info(candidate.Catalog)
+		if ok && !keep(info) {
+			if err := s.deleteLocked(info.Catalog); err != nil {
+				errs = append(errs, fmt.Errorf("deleting the content of catalog %q: %w", info.Catalog, err))
+			} else {
+				removed = append(removed, info)
+			}
+		}
+		w.Unlock()
+	}
+	return removed, errors.Join(errs...)
 }
 
 // Info returns the revision being served for catalog, false when none.

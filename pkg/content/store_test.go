@@ -397,6 +397,129 @@ func TestDelete(t *testing.T) {
 	}
 }
 
+// TestPrune: the catalogs keep rejects are deleted from memory and disk
+// (also across a restart), the others are untouched, keep sees each stored
+// revision, and a read of a pruned catalog already under way finishes.
+func TestPrune(t *testing.T) {
+	root := t.TempDir()
+	s, _ := openStore(t, root)
+	put(t, s, "kept", testCatalog("k1"), "example.test/kept@sha256:1111")
+	put(t, s, "gone", testCatalog("g1"), "example.test/gone@sha256:2222")
+	put(t, s, "also-gone", testCatalog("a1"), "example.test/also-gone@sha256:3333")
+	keptBefore, _ := s.Info("kept")
+
+	// A reader of "gone" in the middle of the catalog.
+	next, stop := iter.Pull2(iter.Seq2[json.RawMessage, error](s.Blobs("gone", Query{})))
+	defer stop()
+	if _, err, ok := next(); !ok || err != nil {
+		t.Fatalf("first blob of gone: %v %v", ok, err)
+	}
+
+	seen := map[string]string{}
+	removed, err := s.Prune(func(info Info) bool {
+		seen[info.Catalog] = info.Revision
+		return info.Catalog == "kept"
+	})
+	if err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	wantSeen := map[string]string{
+		"kept": "example.test/kept@sha256:1111", "gone": "example.test/gone@sha256:2222",
+		"also-gone": "example.test/also-gone@sha256:3333",
+	}
+	if fmt.Sprint(seen) != fmt.Sprint(wantSeen) {
+		t.Errorf("keep saw %v, want %v", seen, wantSeen)
+	}
+	var names []string
+	for _, info := range removed {
+		names = append(names, info.Catalog+"="+info.Revision)
+	}
+	if want := []string{"also-gone=example.test/also-gone@sha256:3333", "gone=example.test/gone@sha256:2222"}; !slices.Equal(names, want) {
+		t.Errorf("removed %v, want %v", names, want)
+	}
+	if got := s.Catalogs(); len(got) != 1 || got[0] != keptBefore {
+		t.Errorf("Catalogs after Prune = %+v, want only %+v", got, keptBefore)
+	}
+	if _, err := collect(t, s.Blobs("gone", Query{})); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Blobs of a pruned catalog: %v", err)
+	}
+	got, err := collect(t, s.Blobs("kept", Query{Schema: "olm.bundle"}))
+	if err != nil || len(got) != 3 || got[0].Rev != "k1" {
+		t.Errorf("kept after Prune: %v %v", got, err)
+	}
+
+	// The reader that started before Prune reads to the end.
+	n := 1
+	for {
+		_, err, ok := next()
+		if !ok {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading a pruned catalog under way: %v", err)
+		}
+		n++
+	}
+	if n != len(testCatalogBlobs) {
+		t.Errorf("reader under way got %d blobs, want %d", n, len(testCatalogBlobs))
+	}
+	stop()
+	for _, c := range []string{"gone", "also-gone"} {
+		if _, err := os.Stat(filepath.Join(root, c)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("directory of pruned catalog %s left: %v", c, err)
+		}
+	}
+
+	s2, _ := openStore(t, root)
+	if got := s2.Catalogs(); len(got) != 1 || got[0] != keptBefore {
+		t.Errorf("Catalogs after restart = %+v, want only %+v", got, keptBefore)
+	}
+
+	// Keeping everything removes nothing; an empty store prunes nothing.
+	if removed, err := s2.Prune(func(Info) bool { return true }); err != nil || len(removed) != 0 {
+		t.Errorf("Prune keeping all: %v %v", removed, err)
+	}
+	empty, _ := openStore(t, t.TempDir())
+	if removed, err := empty.Prune(func(Info) bool { return false }); err != nil || len(removed) != 0 {
+		t.Errorf("Prune of an empty store: %v %v", removed, err)
+	}
+}
+
+// TestPruneRacesPut: keep's verdict applies to the revision it was shown.
+// Prune rejecting revision "old" while Put swaps in "new" must never delete
+// "new": whatever the order, the catalog ends up serving "new", and a
+// reopened store agrees.
+func TestPruneRacesPut(t *testing.T) {
+	root := t.TempDir()
+	s, _ := openStore(t, root)
+	for i := range 20 {
+		oldRev, newRev := fmt.Sprintf("old-%d", i), fmt.Sprintf("new-%d", i)
+		put(t, s, "cat", testCatalog("r"), oldRev)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Prune(func(info Info) bool { return info.Revision != oldRev }); err != nil {
+				t.Errorf("Prune: %v", err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if _, err := s.Put("cat", testCatalog("r"), newRev); err != nil {
+				t.Errorf("Put: %v", err)
+			}
+		}()
+		wg.Wait()
+		if info, ok := s.Info("cat"); !ok || info.Revision != newRev {
+			t.Fatalf("round %d: serving %v %q, want %q", i, ok, info.Revision, newRev)
+		}
+		s2, _ := openStore(t, root)
+		if info, ok := s2.Info("cat"); !ok || info.Revision != newRev {
+			t.Fatalf("round %d: reopened store serves %v %q, want %q", i, ok, info.Revision, newRev)
+		}
+	}
+}
+
 func TestInvalidCatalogName(t *testing.T) {
 	s, _ := openStore(t, t.TempDir())
 	for _, name := range []string{"", "..", "../x", "a/b", "UPPER", strings.Repeat("a", 254)} {
