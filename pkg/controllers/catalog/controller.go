@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	imgname "github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -170,8 +171,9 @@ func (c *Controller) enqueue(obj any) {
 // Run starts the informer and the workers and blocks until ctx is done,
 // then stops the queue and waits for the workers; it returns nil. Content
 // of a catalog is deleted by its finalizer or when a reconcile finds the
-// catalog gone; content stored for names that never had a catalog is left
-// alone (tests and tools fill the store directly).
+// catalog gone. Once the informer has synced, before any worker starts,
+// PruneContent removes the content of catalogs deleted while no controller
+// ran (their finalizer was removed by another replica, or by hand).
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("catalog-controller")
 	ctx = klog.NewContext(ctx, logger)
@@ -183,6 +185,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return nil // stopped before the informer synced
+	}
+	if _, err := PruneContent(ctx, c.o.Store, c.lister, nil); err != nil {
+		logger.Error(err, "removing the content of deleted catalogs")
 	}
 	logger.Info("started", "workers", c.o.Workers)
 	var wg sync.WaitGroup
@@ -198,6 +203,44 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// PruneContent deletes from store (content.Store.Prune) the content of
+// every catalog that lister does not hold: content left behind by a
+// ClusterCatalog deleted while this server was down, or while this replica
+// followed another leader. lister must have synced, or content of catalogs
+// that exist would be deleted. Each deletion is logged (klog, from ctx).
+//
+// Only content stored by the catalog controller or the content follower is
+// considered: its revision is the digest reference it was pulled from
+// ("registry/repo@sha256:..."). Content stored under any other revision
+// identifier was put there directly (tests, tools) and is left alone.
+//
+// hold, when not nil, is asked before each deletion; while it answers true
+// nothing is deleted (the content follower passes "this replica leads": its
+// store then belongs to the catalog controller, whose lister may know
+// catalogs the follower's has not seen yet). A lister error other than
+// NotFound keeps the catalog.
+//
+// It returns the Info of every catalog whose content it deleted and the
+// joined errors of the deletions that failed.
+func PruneContent(ctx context.Context, store *content.Store, lister listers.ClusterCatalogLister, hold func() bool) ([]content.Info, error) {
+	logger := klog.FromContext(ctx)
+	removed, err := store.Prune(func(info content.Info) bool {
+		if hold != nil && hold() {
+			return true
+		}
+		if _, err := imgname.NewDigest(info.Revision); err != nil {
+			return true // not stored from an image
+		}
+		_, err := lister.Get(info.Catalog)
+		return !apierrors.IsNotFound(err)
+	})
+	for _, info := range removed {
+		logger.Info("removed the content of a deleted ClusterCatalog", "clustercatalog", info.Catalog,
+			"ref", info.Revision, "unpackedAt", info.UnpackedAt, "bytes", info.Size)
+	}
+	return removed, err
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {

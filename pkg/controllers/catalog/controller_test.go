@@ -26,11 +26,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	olmv1 "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1"
 	"github.com/olm-apiserver/olm-apiserver/pkg/content"
 	"github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned/fake"
+	listers "github.com/olm-apiserver/olm-apiserver/pkg/generated/listers/olm/v1"
 	"github.com/olm-apiserver/olm-apiserver/pkg/image"
 )
 
@@ -586,5 +588,107 @@ func TestSharedCatalog(t *testing.T) {
 	got, _ := e.store.Info("real")
 	if got.Blobs != want.Blobs || got.Size != want.Size || got.Blobs == 0 {
 		t.Errorf("served %d blobs / %d bytes, directory has %d / %d", got.Blobs, got.Size, want.Blobs, want.Size)
+	}
+}
+
+// TestStartPrunesContentOfDeletedCatalogs: content left in the store for
+// "gone", whose ClusterCatalog was deleted while no controller ran, is
+// removed when the controller starts; "kept", whose ClusterCatalog exists,
+// keeps its revision and is not pulled again; content put directly under a
+// revision that is not a digest reference ("tool") is left alone.
+func TestStartPrunesContentOfDeletedCatalogs(t *testing.T) {
+	e := &env{t: t, reg: newRegistry(t), client: fake.NewSimpleClientset(), dataDir: t.TempDir()}
+	t.Cleanup(e.stop)
+	keptRef := e.reg.push(t, catalogImage(t, fbcOf("alpha")), "catalogs/kept:v1")
+	goneRef := e.reg.addr + "/catalogs/gone@sha256:" + strings.Repeat("2", 64)
+	before, err := content.Open(filepath.Join(e.dataDir, "content"), content.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, rev string }{{"kept", keptRef}, {"gone", goneRef}, {"tool", "sha256:0000"}} {
+		if _, err := before.Put(c.name, fbcOf("alpha"), c.rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keptInfo, _ := before.Info("kept")
+	e.create("kept", keptRef, false)
+	pulls := e.reg.pulls.Load()
+
+	e.start()
+	e.waitFor("kept", "serving", servedRef(keptRef))
+	// The prune runs before the workers: by now "gone" must be gone.
+	if info, ok := e.store.Info("gone"); ok {
+		t.Errorf("content of the deleted catalog still stored: %+v", info)
+	}
+	if _, err := os.Stat(filepath.Join(e.dataDir, "content", "gone")); !os.IsNotExist(err) {
+		t.Errorf("directory of the deleted catalog left: %v", err)
+	}
+	if info, ok := e.store.Info("kept"); !ok || info != keptInfo {
+		t.Errorf("content of the existing catalog changed: %+v %v, want %+v", info, ok, keptInfo)
+	}
+	if info, ok := e.store.Info("tool"); !ok || info.Revision != "sha256:0000" {
+		t.Errorf("content stored directly was removed: %+v %v", info, ok)
+	}
+	if got := e.reg.pulls.Load() - pulls; got != 0 {
+		t.Errorf("%d pull requests for content already stored", got)
+	}
+	if code, _, _ := e.content("gone", ""); code != http.StatusNotFound {
+		t.Errorf("content of the deleted catalog answered %d, want 404", code)
+	}
+}
+
+// TestPruneContent: the rules of PruneContent, one catalog at a time.
+func TestPruneContent(t *testing.T) {
+	const digest = "example.test/catalogs/x@sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	cases := []struct {
+		name        string
+		exists      bool   // a ClusterCatalog of that name is listed
+		terminating bool   // ... with a deletionTimestamp
+		rev         string // revision the content was stored under
+		hold        bool
+		wantRemoved bool
+	}{
+		{"catalog exists", true, false, digest, false, false},
+		{"catalog being deleted", true, true, digest, false, false},
+		{"catalog gone", false, false, digest, false, true},
+		{"catalog gone, held", false, false, digest, true, false},
+		{"catalog gone, tag revision", false, false, "example.test/catalogs/x:latest", false, false},
+		{"catalog gone, bare digest revision", false, false, "sha256:0000", false, false},
+		{"catalog gone, arbitrary revision", false, false, "dir", false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			store, err := content.Open(t.TempDir(), content.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := store.Put("cat", fbcOf("alpha"), c.rev); err != nil {
+				t.Fatal(err)
+			}
+			indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			if c.exists {
+				cat := &olmv1.ClusterCatalog{ObjectMeta: metav1.ObjectMeta{Name: "cat"}}
+				if c.terminating {
+					now := metav1.Now()
+					cat.DeletionTimestamp = &now
+					cat.Finalizers = []string{FinalizerName}
+				}
+				if err := indexer.Add(cat); err != nil {
+					t.Fatal(err)
+				}
+			}
+			removed, err := PruneContent(context.Background(), store, listers.NewClusterCatalogLister(indexer),
+				func() bool { return c.hold })
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, stored := store.Info("cat")
+			if stored == c.wantRemoved {
+				t.Errorf("stored after prune = %v, want %v", stored, !c.wantRemoved)
+			}
+			if got := len(removed) == 1 && removed[0].Catalog == "cat" && removed[0].Revision == c.rev; got != c.wantRemoved || len(removed) > 1 {
+				t.Errorf("PruneContent returned %+v, want removed = %v", removed, c.wantRemoved)
+			}
+		})
 	}
 }
