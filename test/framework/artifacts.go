@@ -51,20 +51,39 @@ func ArtifactsDir() (string, error) {
 // that does not parse or lacks apiVersion, kind or metadata.name is an error
 // naming the file.
 func LoadArtifacts(dir string) ([]*unstructured.Unstructured, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
+	return LoadArtifactsOverlay(dir, "")
+}
+
+// LoadArtifactsOverlay is LoadArtifacts for dir with the variant in the
+// subfolder overlay laid over it, the way artifacts/ha/README.md says to
+// apply it: a file of overlay replaces the file of dir with the same name,
+// the other files of both are kept, and all are read in file-name order.
+// An empty overlay is dir alone.
+func LoadArtifactsOverlay(dir, overlay string) ([]*unstructured.Unstructured, error) {
+	dirs := []string{dir}
+	if overlay != "" {
+		dirs = append(dirs, filepath.Join(dir, overlay))
 	}
-	var names []string
-	for _, e := range entries {
-		if !e.IsDir() && (strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) {
-			names = append(names, e.Name())
+	paths := map[string]string{} // file name -> path
+	for _, d := range dirs {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			return nil, err
 		}
+		for _, e := range entries {
+			if !e.IsDir() && (strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) {
+				paths[e.Name()] = filepath.Join(d, e.Name())
+			}
+		}
+	}
+	names := make([]string, 0, len(paths))
+	for name := range paths {
+		names = append(names, name)
 	}
 	sort.Strings(names)
 	var objs []*unstructured.Unstructured
 	for _, name := range names {
-		path := filepath.Join(dir, name)
+		path := paths[name]
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err
@@ -204,11 +223,18 @@ func PrepareArtifacts(objs []*unstructured.Unstructured, local *LocalServer) ([]
 // objects as applied.
 func ApplyArtifacts(t testing.TB, c *Cluster, local *LocalServer) []*unstructured.Unstructured {
 	t.Helper()
+	return ApplyArtifactsOverlay(t, c, local, "")
+}
+
+// ApplyArtifactsOverlay is ApplyArtifacts for artifacts/ with the variant in
+// artifacts/<overlay> laid over it (LoadArtifactsOverlay), e.g. "ha".
+func ApplyArtifactsOverlay(t testing.TB, c *Cluster, local *LocalServer, overlay string) []*unstructured.Unstructured {
+	t.Helper()
 	dir, err := ArtifactsDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := LoadArtifacts(dir)
+	objs, err := LoadArtifactsOverlay(dir, overlay)
 	if err != nil {
 		t.Fatalf("load artifacts: %v", err)
 	}

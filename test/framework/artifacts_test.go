@@ -221,3 +221,85 @@ func TestPrepareRepositoryArtifacts(t *testing.T) {
 		t.Errorf("externalName = %q", ext)
 	}
 }
+
+// TestLoadArtifactsOverlay checks that a file of the overlay replaces the
+// base file of the same name and that the other files of both are read, in
+// file-name order.
+func TestLoadArtifactsOverlay(t *testing.T) {
+	dir := t.TempDir()
+	overlay := filepath.Join(dir, "variant")
+	if err := os.MkdirAll(overlay, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		filepath.Join(dir, "01-apiservice.yaml"):     fixtureAPIService,
+		filepath.Join(dir, "02-deployment.yaml"):     fixtureDeployment,
+		filepath.Join(overlay, "02-deployment.yaml"): fixtureOtherDeployment,
+		filepath.Join(overlay, "03-service.yaml"):    fixtureService,
+	}
+	for path, content := range files {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		overlay, want string
+	}{
+		{"", "APIService/v1.example.com,Deployment/server"},
+		{"variant", "APIService/v1.example.com,Deployment/other,Service/svc"},
+	}
+	for _, tt := range tests {
+		objs, err := LoadArtifactsOverlay(dir, tt.overlay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range objs {
+			got = append(got, o.GetKind()+"/"+o.GetName())
+		}
+		if strings.Join(got, ",") != tt.want {
+			t.Errorf("overlay %q: loaded %v, want %s", tt.overlay, got, tt.want)
+		}
+	}
+	if _, err := LoadArtifactsOverlay(dir, "missing"); err == nil {
+		t.Error("a missing overlay folder loaded without error")
+	}
+}
+
+// TestPrepareRepositoryHAArtifacts runs the rewrite on artifacts/ with
+// artifacts/ha laid over it: the 3-replica Deployment replaces the base one
+// and is dropped for the local processes; the PodDisruptionBudget and the
+// Lease RBAC are kept.
+func TestPrepareRepositoryHAArtifacts(t *testing.T) {
+	dir, err := ArtifactsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := LoadArtifactsOverlay(dir, "ha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replicas int64
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			replicas, _, _ = unstructured.NestedInt64(o.Object, "spec", "replicas")
+		}
+	}
+	if replicas != 3 {
+		t.Errorf("the Deployment of artifacts/ha has %d replicas, want 3 (did the overlay replace the base file?)", replicas)
+	}
+	out, err := PrepareArtifacts(objs, &LocalServer{Port: 8443, CABundle: []byte("ca")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"PodDisruptionBudget/olm-apiserver", "Role/olm-apiserver-leader-election",
+		"RoleBinding/olm-apiserver-leader-election", "APIService/" + ServerAPIServiceName} {
+		found := false
+		for _, o := range out {
+			found = found || o.GetKind()+"/"+o.GetName() == want
+		}
+		if !found {
+			t.Errorf("no %s among the prepared HA artifacts", want)
+		}
+	}
+}

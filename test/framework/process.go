@@ -99,6 +99,20 @@ func (p *Process) Stop(t testing.TB) {
 	<-p.done
 }
 
+// Kill sends SIGKILL and waits for the process to end. It is safe to call
+// on a process that has already exited.
+func (p *Process) Kill(t testing.TB) {
+	t.Helper()
+	if exited, _ := p.Exited(); exited {
+		return
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Logf("kill %s: %v", p.Name, err)
+	}
+	<-p.done
+	t.Logf("killed %s (pid %d) with SIGKILL", p.Name, p.cmd.Process.Pid)
+}
+
 // waitReady calls check every 200 ms until it returns nil, the process exits
 // or timeout passes; the last two end the test with the log's tail.
 func (p *Process) waitReady(t testing.TB, timeout time.Duration, check func(ctx context.Context) error) {

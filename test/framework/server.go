@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -17,7 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 )
 
 // serverReadyTimeout bounds the wait for olm-apiserver's /readyz.
@@ -42,8 +45,12 @@ type ServerConfig struct {
 	Kubeconfig string
 	// ExtraArgs are appended after the flags PrepareServer sets.
 	ExtraArgs []string
-	// DataDir is --data-dir; empty means <Cluster.WorkDir>/olm-apiserver-data.
+	// DataDir is --data-dir; empty means <Cluster.WorkDir>/<Name>-data.
 	DataDir string
+	// Name names the process: its log <Cluster.WorkDir>/<Name>.log and the
+	// folder of its certificate <Cluster.WorkDir>/<Name>. Empty means
+	// "olm-apiserver"; several servers on one cluster need distinct names.
+	Name string
 }
 
 // Server is an olm-apiserver process on 127.0.0.1, prepared by PrepareServer
@@ -64,6 +71,7 @@ type Server struct {
 	// Process is the running process (nil before Start).
 	Process *Process
 
+	name    string
 	binary  string
 	workDir string
 	env     []string
@@ -86,7 +94,11 @@ func PrepareServer(t testing.TB, c *Cluster, cfg ServerConfig) *Server {
 	if cfg.Binary == "" {
 		t.Fatal("ServerConfig.Binary is required")
 	}
-	dir := filepath.Join(c.WorkDir, "olm-apiserver")
+	name := cfg.Name
+	if name == "" {
+		name = "olm-apiserver"
+	}
+	dir := filepath.Join(c.WorkDir, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +120,7 @@ func PrepareServer(t testing.TB, c *Cluster, cfg ServerConfig) *Server {
 	}
 	dataDir := cfg.DataDir
 	if dataDir == "" {
-		dataDir = filepath.Join(c.WorkDir, "olm-apiserver-data")
+		dataDir = filepath.Join(c.WorkDir, name+"-data")
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		t.Fatal(err)
@@ -145,7 +157,7 @@ func PrepareServer(t testing.TB, c *Cluster, cfg ServerConfig) *Server {
 	}
 	return &Server{
 		Port: port, URL: "https://" + hostPort(port), CA: ca, CABundle: ca.CertPEM, DataDir: dataDir, Args: args,
-		binary: cfg.Binary, workDir: c.WorkDir, client: client,
+		name: name, binary: cfg.Binary, workDir: c.WorkDir, client: client,
 		env: []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")},
 	}
 }
@@ -164,7 +176,7 @@ func (s *Server) Local() *LocalServer {
 	return &LocalServer{Port: int32(s.Port), CABundle: s.CABundle}
 }
 
-// Start runs the server (log <WorkDir>/olm-apiserver[-N].log, N counting
+// Start runs the server (log <WorkDir>/<Name>[-N].log, N counting
 // restarts) and waits at most 120 s for GET /readyz to answer 200. The process
 // is stopped by t.Cleanup.
 func (s *Server) Start(t testing.TB) {
@@ -175,9 +187,9 @@ func (s *Server) Start(t testing.TB) {
 		}
 	}
 	s.starts++
-	name := "olm-apiserver"
+	name := s.name
 	if s.starts > 1 {
-		name = fmt.Sprintf("olm-apiserver-%d", s.starts)
+		name = fmt.Sprintf("%s-%d", s.name, s.starts)
 	}
 	s.Process = startProcess(t, name, s.workDir, s.binary, s.Args, s.env)
 	s.Process.waitReady(t, serverReadyTimeout, s.ready)
@@ -189,6 +201,30 @@ func (s *Server) Stop(t testing.TB) {
 	if s.Process != nil {
 		s.Process.Stop(t)
 	}
+}
+
+// Kill ends the running server with SIGKILL, as a crashed node or an OOM
+// kill would: no graceful shutdown, no Lease released.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	if s.Process != nil {
+		s.Process.Kill(t)
+	}
+}
+
+// RESTConfig returns a client-go configuration that talks to this server
+// directly (not through kube-apiserver) as AdminUser: the admin client
+// certificate, which the server authenticates with the client CA it reads
+// from kube-system/extension-apiserver-authentication, and this server's CA.
+func (s *Server) RESTConfig(c *Cluster) *rest.Config {
+	cfg := rest.AnonymousClientConfig(c.AdminConfig)
+	cfg.Host = s.URL
+	cfg.TLSClientConfig = rest.TLSClientConfig{
+		CAData:   s.CABundle,
+		CertData: c.AdminConfig.CertData,
+		KeyData:  c.AdminConfig.KeyData,
+	}
+	return cfg
 }
 
 func (s *Server) ready(ctx context.Context) error {
@@ -250,4 +286,30 @@ func WaitAPIServiceAvailable(t testing.TB, c *Cluster, name string, timeout time
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// PointAPIService makes the APIService name send its requests to s: it
+// patches spec.service.port and spec.caBundle (the Service stays the
+// ExternalName for localhost of PrepareArtifacts), then waits at most
+// timeout for Available=True. With several servers behind one ExternalName
+// Service, which cannot balance, this is how a test picks the replica that
+// kube-apiserver proxies to.
+func PointAPIService(t testing.TB, c *Cluster, name string, s *Server, timeout time.Duration) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(c.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{
+		"service":  map[string]any{"port": s.Port},
+		"caBundle": s.CABundle, // []byte: base64 in JSON, as the API field
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(APIServiceGVR).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("point APIService %s at %s: %v", name, s.URL, err)
+	}
+	t.Logf("APIService %s now points at %s (%s)", name, s.name, s.URL)
+	WaitAPIServiceAvailable(t, c, name, timeout)
 }
