@@ -74,9 +74,11 @@ type Options struct {
 	Out io.Writer
 
 	// backend is the --storage-backend chosen (options_storage.go), set by
-	// Complete; etcdOnlyFlag names an etcd-only flag given with bbolt.
-	backend      string
-	etcdOnlyFlag string
+	// Complete; etcdOnlyFlag names an etcd-only flag given with bbolt;
+	// bboltEncryptionConfig is --encryption-provider-config kept for bbolt.
+	backend               string
+	etcdOnlyFlag          string
+	bboltEncryptionConfig string
 }
 
 // NewOptions returns the defaults: aggregated mode, data in ./data, port 8443.

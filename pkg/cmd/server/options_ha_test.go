@@ -27,7 +27,7 @@ func TestStorageAndLeaderElectionFlags(t *testing.T) {
 		{"etcd3 with servers", []string{"--storage-backend=etcd3", "--etcd-servers=http://127.0.0.1:2379"}, BackendEtcd3, ""},
 		{"etcd3 without servers", []string{"--storage-backend=etcd3"}, BackendEtcd3, "--etcd-servers must be specified"},
 		{"etcd servers with bbolt", []string{"--etcd-servers=http://127.0.0.1:2379"}, BackendBbolt, "only used with --storage-backend=etcd3"},
-		{"encryption config with bbolt", []string{"--encryption-provider-config=/x.yaml"}, BackendBbolt, "--encryption-provider-config is only used"},
+		{"missing encryption config with bbolt", []string{"--encryption-provider-config=/x.yaml"}, BackendBbolt, `"/x.yaml": open /x.yaml: no such file`},
 		{"unknown backend", []string{"--storage-backend=sqlite"}, "sqlite", `--storage-backend="sqlite"`},
 		{"leader election defaults", []string{"--leader-elect"}, BackendBbolt, ""},
 		{"renew deadline not below lease duration", []string{"--leader-elect", "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=5s"}, BackendBbolt, "leader election needs"},

@@ -11,6 +11,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/value"
 
 	"github.com/olm-apiserver/olm-apiserver/pkg/storage/bboltstore"
 	"github.com/olm-apiserver/olm-apiserver/pkg/storage/kv"
@@ -38,6 +39,20 @@ const storageBackendUsage = "Where ClusterCatalogs and ClusterExtensions are sto
 	"<data-dir>/olm.db, one replica only) or 'etcd3' (the etcd cluster given by --etcd-servers and the --etcd-* TLS flags, " +
 	"with the watch cache; required for several replicas). Catalog content and extension revision records stay in --data-dir with both."
 
+// encryptionProviderConfigUsage replaces the stock help text of
+// --encryption-provider-config, which only speaks of etcd.
+const encryptionProviderConfigUsage = "File with the encryption-at-rest configuration of ClusterCatalogs and ClusterExtensions " +
+	"(apiserver.config.k8s.io/v1 EncryptionConfiguration, as for kube-apiserver; list the resources " +
+	"clustercatalogs.olm.operatorframework.io and clusterextensions.olm.operatorframework.io). Resources not listed are stored " +
+	"unencrypted; add an identity provider last to keep reading objects written before encryption was turned on. " +
+	"With --storage-backend=bbolt the aescbc, aesgcm, secretbox and identity providers work and kms is refused; " +
+	"with --storage-backend=etcd3 every provider of k8s.io/apiserver works, kms included."
+
+// encryptionReloadUsage replaces the stock help text of
+// --encryption-provider-config-automatic-reload.
+const encryptionReloadUsage = "Reload the file set by --encryption-provider-config when its contents change. " +
+	"Only with --storage-backend=etcd3; with bbolt the file is read once at startup."
+
 // defaultStorageBackend makes bbolt the default of the stock
 // --storage-backend flag (the etcd options are kept so that their flags
 // exist; Complete drops them for bbolt).
@@ -47,17 +62,28 @@ func defaultStorageBackend(o *Options) {
 	o.backend = BackendBbolt
 }
 
-// describeStorageFlags rewrites the stock help text of --storage-backend.
+// describeStorageFlags rewrites the stock help texts of --storage-backend,
+// --encryption-provider-config and
+// --encryption-provider-config-automatic-reload to say what works with which
+// backend.
 func describeStorageFlags(fs *pflag.FlagSet) {
-	if f := fs.Lookup("storage-backend"); f != nil {
-		f.Usage = storageBackendUsage
+	for name, usage := range map[string]string{
+		"storage-backend":                             storageBackendUsage,
+		"encryption-provider-config":                  encryptionProviderConfigUsage,
+		"encryption-provider-config-automatic-reload": encryptionReloadUsage,
+	} {
+		if f := fs.Lookup(name); f != nil {
+			f.Usage = usage
+		}
 	}
 }
 
 // completeStorage records the chosen backend. For bbolt it drops the etcd
 // options (so that neither their validation nor their ApplyTo runs) after
-// remembering whether --etcd-servers or --encryption-provider-config was
-// given, which Validate rejects.
+// keeping --encryption-provider-config (used by the bbolt store) and
+// remembering whether --etcd-servers or
+// --encryption-provider-config-automatic-reload was given, which Validate
+// rejects.
 // It may be called more than once.
 func (o *Options) completeStorage() {
 	etcd := o.Recommended.Etcd
@@ -72,21 +98,28 @@ func (o *Options) completeStorage() {
 		switch {
 		case len(etcd.StorageConfig.Transport.ServerList) > 0:
 			o.etcdOnlyFlag = "--etcd-servers"
-		case etcd.EncryptionProviderConfigFilepath != "":
-			o.etcdOnlyFlag = "--encryption-provider-config"
+		case etcd.EncryptionProviderConfigAutomaticReload:
+			o.etcdOnlyFlag = "--encryption-provider-config-automatic-reload"
 		}
+		o.bboltEncryptionConfig = etcd.EncryptionProviderConfigFilepath
 		o.Recommended.Etcd = nil
 	}
 }
 
-// validateStorage reports an unknown --storage-backend and etcd servers or
-// an encryption configuration given without --storage-backend=etcd3 (which
-// would silently be ignored).
+// validateStorage reports an unknown --storage-backend, etcd servers or
+// automatic reload of the encryption configuration given without
+// --storage-backend=etcd3 (which would silently be ignored), and, for bbolt,
+// an --encryption-provider-config file that cannot be loaded (see
+// bboltEncryptionTransformers). With etcd3 the stock etcd options load that
+// file in Config.
 func (o *Options) validateStorage() []error {
 	switch o.backend {
 	case BackendBbolt:
 		if o.etcdOnlyFlag != "" {
 			return []error{fmt.Errorf("%s is only used with --storage-backend=%s", o.etcdOnlyFlag, BackendEtcd3)}
+		}
+		if _, err := o.bboltEncryptionTransformers(); err != nil {
+			return []error{err}
 		}
 	case BackendEtcd3:
 	default:
@@ -95,10 +128,30 @@ func (o *Options) validateStorage() []error {
 	return nil
 }
 
+// bboltEncryptionTransformers loads --encryption-provider-config for the
+// bbolt store with bboltstore.LoadEncryptionConfig: per-resource
+// transformers of the aescbc, aesgcm, secretbox and identity providers
+// (k8s.io/apiserver semantics; resources not listed use identity). It
+// returns nil transformers (identity for all) without the flag. Errors name
+// the flag and the file: unreadable or empty file, not an
+// EncryptionConfiguration, invalid (e.g. wrong key length), or a kms
+// provider (only --storage-backend=etcd3 supports kms).
+func (o *Options) bboltEncryptionTransformers() (value.ResourceTransformers, error) {
+	if o.bboltEncryptionConfig == "" {
+		return nil, nil
+	}
+	t, err := bboltstore.LoadEncryptionConfig(o.bboltEncryptionConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--encryption-provider-config: %w", err)
+	}
+	return t, nil
+}
+
 // openStorage returns the RESTOptionsGetter of the chosen backend. For
-// bbolt it opens <data-dir>/olm.db (failing when another process holds it
-// or it is not a bbolt file) and adds the "bbolt" readyz check; the caller
-// closes the returned DB. For etcd3 it returns the getter that the stock
+// bbolt it loads --encryption-provider-config (if given; errors as
+// bboltEncryptionTransformers), opens <data-dir>/olm.db (failing when
+// another process holds it or it is not a bbolt file) and adds the "bbolt"
+// readyz check; the caller closes the returned DB. For etcd3 it returns the getter that the stock
 // etcd options installed in gc by Recommended.ApplyTo (with its etcd
 // healthz/readyz checks) and a nil DB.
 func (o *Options) openStorage(gc *genericapiserver.RecommendedConfig, codec runtime.Codec) (generic.RESTOptionsGetter, *kv.DB, error) {
@@ -108,10 +161,14 @@ func (o *Options) openStorage(gc *genericapiserver.RecommendedConfig, codec runt
 		}
 		return gc.RESTOptionsGetter, nil, nil
 	}
+	transformers, err := o.bboltEncryptionTransformers()
+	if err != nil {
+		return nil, nil, err
+	}
 	db, err := kv.Open(filepath.Join(o.DataDir, "olm.db"), kv.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
 	gc.AddReadyzChecks(healthz.NamedCheck("bbolt", func(*http.Request) error { return db.Healthy() }))
-	return bboltstore.NewRESTOptionsGetter(db, codec, nil), db, nil
+	return bboltstore.NewResourceRESTOptionsGetter(db, codec, transformers), db, nil
 }

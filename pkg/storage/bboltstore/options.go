@@ -22,20 +22,39 @@ import (
 // restOptionsGetter hands genericregistry.Store a Decorator that builds a
 // Store per resource on one shared DB.
 type restOptionsGetter struct {
-	db          *kv.DB
-	codec       runtime.Codec
-	transformer value.Transformer
+	db           *kv.DB
+	codec        runtime.Codec
+	transformers value.ResourceTransformers // nil: identity for every resource
 }
 
 // NewRESTOptionsGetter returns the generic.RESTOptionsGetter that plugs this
 // backend into genericregistry.Store (CompleteWithOptions): every resource
 // gets ResourcePrefix "<group>/<resource>" (keys "/<group>/<resource>/[<ns>/]<name>"),
-// a Store on db using codec and transformer (nil: identity), no watch cache,
-// DeleteCollectionWorkers 1, garbage collection on, no count polling, and
-// bookmarks for watches that allow them.
+// a Store on db using codec and transformer (nil: identity) for every
+// resource, no watch cache, DeleteCollectionWorkers 1, garbage collection
+// on, no count polling, and bookmarks for watches that allow them.
 func NewRESTOptionsGetter(db *kv.DB, codec runtime.Codec, transformer value.Transformer) generic.RESTOptionsGetter {
-	return &restOptionsGetter{db: db, codec: codec, transformer: transformer}
+	g := &restOptionsGetter{db: db, codec: codec}
+	if transformer != nil {
+		g.transformers = sameForAll{transformer}
+	}
+	return g
 }
+
+// NewResourceRESTOptionsGetter is NewRESTOptionsGetter with one transformer
+// per resource: transformers.TransformerForResource(<group resource>) (nil
+// transformers: identity for every resource). This is how encryption at rest
+// is configured for bbolt: pass the result of LoadEncryptionConfig
+// (aescbc, aesgcm, secretbox or identity providers).
+func NewResourceRESTOptionsGetter(db *kv.DB, codec runtime.Codec, transformers value.ResourceTransformers) generic.RESTOptionsGetter {
+	return &restOptionsGetter{db: db, codec: codec, transformers: transformers}
+}
+
+// sameForAll is a value.ResourceTransformers that gives every resource the
+// same transformer.
+type sameForAll struct{ t value.Transformer }
+
+func (s sameForAll) TransformerForResource(schema.GroupResource) value.Transformer { return s.t }
 
 func (g *restOptionsGetter) GetRESTOptions(resource schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {
 	if g.db == nil || g.codec == nil {
@@ -43,7 +62,9 @@ func (g *restOptionsGetter) GetRESTOptions(resource schema.GroupResource, _ runt
 	}
 	cfg := storagebackend.NewDefaultConfig("", g.codec)
 	cfg.Type = "bbolt"
-	cfg.Transformer = g.transformer
+	if g.transformers != nil {
+		cfg.Transformer = g.transformers.TransformerForResource(resource)
+	}
 	return generic.RESTOptions{
 		StorageConfig:           cfg.ForResource(resource),
 		Decorator:               g.decorator,
@@ -55,7 +76,8 @@ func (g *restOptionsGetter) GetRESTOptions(resource schema.GroupResource, _ runt
 }
 
 // decorator is a generic.StorageDecorator that builds an undecorated Store
-// (no cacher: reads are local).
+// (no cacher: reads are local) with the transformer of config (set by
+// GetRESTOptions for the resource).
 func (g *restOptionsGetter) decorator(config *storagebackend.ConfigForResource, resourcePrefix string,
 	_ func(obj runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
 	_ storage.AttrFunc, _ storage.IndexerFuncs, _ *cache.Indexers) (storage.Interface, factory.DestroyFunc, error) {
@@ -64,7 +86,7 @@ func (g *restOptionsGetter) decorator(config *storagebackend.ConfigForResource, 
 	}
 	s, err := New(g.db, Config{
 		Codec:          g.codec,
-		Transformer:    g.transformer,
+		Transformer:    config.Transformer,
 		NewFunc:        newFunc,
 		NewListFunc:    newListFunc,
 		ResourcePrefix: strings.TrimSuffix(resourcePrefix, "/") + "/",
