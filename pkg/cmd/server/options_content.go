@@ -22,8 +22,10 @@ import (
 
 	olmv1 "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1"
 	"github.com/olm-apiserver/olm-apiserver/pkg/content"
+	catalogcontroller "github.com/olm-apiserver/olm-apiserver/pkg/controllers/catalog"
 	"github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned"
 	"github.com/olm-apiserver/olm-apiserver/pkg/generated/informers/externalversions"
+	listers "github.com/olm-apiserver/olm-apiserver/pkg/generated/listers/olm/v1"
 	"github.com/olm-apiserver/olm-apiserver/pkg/image"
 	"github.com/olm-apiserver/olm-apiserver/pkg/registry/clustercatalog"
 )
@@ -120,7 +122,10 @@ func writeContentStatus(w http.ResponseWriter, err *apierrors.StatusError) {
 // leader's catalog controller fills its own store before it writes that
 // status). It pulls the digest itself with the catalog controller's
 // registry settings and limits, removes the content of deleted catalogs,
-// and retries failures with back-off.
+// and retries failures with back-off. Once its informer has synced, and
+// again whenever it sees a catalog deleted, it prunes the store
+// (catalogcontroller.PruneContent): content of catalogs deleted while this
+// replica was down, or that it never saw, goes too.
 type contentFollower struct {
 	store   *content.Store
 	puller  *image.Puller
@@ -160,6 +165,11 @@ func (o *Options) addContentFollower(gc *genericapiserver.RecommendedConfig, sto
 	return rc, err
 }
 
+// pruneKey is the follower's queue item that prunes the store: "" is no
+// catalog name, and going through the queue keeps pruning and syncing one
+// at a time.
+const pruneKey = ""
+
 // followerResync re-examines every catalog this often, so that a replica
 // that stops leading catches up with digests it skipped while leading.
 const followerResync = 30 * time.Second
@@ -176,7 +186,11 @@ func (f *contentFollower) run(ctx context.Context, client versioned.Interface) {
 		}
 	}
 	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: func(obj any) {
+			enqueue(obj)
+			queue.Add(pruneKey)
+		},
 	}); err != nil {
 		utilruntime.HandleError(err)
 		return
@@ -191,10 +205,16 @@ func (f *contentFollower) run(ctx context.Context, client versioned.Interface) {
 		<-ctx.Done()
 		queue.ShutDown()
 	}()
+	queue.Add(pruneKey) // the lister has synced: catalogs deleted while this replica was down
 	for {
 		name, quit := queue.Get()
 		if quit {
 			return
+		}
+		if name == pruneKey {
+			f.prune(ctx, lister)
+			queue.Done(name)
+			continue
 		}
 		err := f.sync(ctx, name, func(name string) (*olmv1.ClusterCatalog, error) { return lister.Get(name) })
 		if err != nil {
@@ -204,6 +224,17 @@ func (f *contentFollower) run(ctx context.Context, client versioned.Interface) {
 			queue.Forget(name)
 		}
 		queue.Done(name)
+	}
+}
+
+// prune removes the content of catalogs that lister (synced) does not hold,
+// unless this replica leads: its catalog controller then owns the store and
+// prunes it when it starts. A failed deletion is logged and tried again at
+// the next prune.
+func (f *contentFollower) prune(ctx context.Context, lister listers.ClusterCatalogLister) {
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("content-follower"))
+	if _, err := catalogcontroller.PruneContent(ctx, f.store, lister, f.leader.isLeading); err != nil {
+		klog.ErrorS(err, "content follower: removing the content of deleted catalogs")
 	}
 }
 
