@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned"
@@ -59,7 +60,9 @@ type haReplica struct {
 //     holds the Lease within haTakeoverWait, and a ClusterCatalog created
 //     afterwards becomes Serving, with identical content on both survivors;
 //   - the killed replica is started again as a follower: it keeps the new
-//     leader, and serves both catalogs identically to the others.
+//     leader, and serves both catalogs identically to the others;
+//   - a catalog moved to another image is served at the new digest by all
+//     three replicas, never with the old digest's content.
 func TestHighAvailability(t *testing.T) {
 	bin, why := serverBinary(t)
 	if bin == "" {
@@ -207,8 +210,10 @@ func TestHighAvailability(t *testing.T) {
 		t.FailNow()
 	}
 
+	// Started in the parent test: a process started in a subtest is stopped
+	// when the subtest ends.
+	a.server.Start(t)
 	t.Run("the killed replica rejoins as a follower", func(t *testing.T) {
-		a.server.Start(t)
 		haSameContent(t, "ha-one", a, b, cc)
 		haSameContent(t, "ha-two", a, b, cc)
 		if h := leaseHolder(t, c); h != newLeader.identity {
@@ -224,6 +229,25 @@ func TestHighAvailability(t *testing.T) {
 		}
 		if !slices.Contains(names, "ha-one") || !slices.Contains(names, "ha-two") {
 			t.Errorf("replica a lists %v, want ha-one and ha-two", names)
+		}
+	})
+
+	t.Run("a new digest replaces the content on every replica", func(t *testing.T) {
+		// ha-two moves from the hello-operator image to the full sample
+		// image that ha-one serves. Once the status names the new digest, a
+		// replica answers 503 until it holds it, then exactly ha-one's
+		// content: never the old digest's content with 200.
+		want := haSameContent(t, "ha-one", a)
+		patch := fmt.Sprintf(`{"spec":{"source":{"image":{"ref":%q}}}}`, sampleRef)
+		if _, err := newLeader.client.OlmV1().ClusterCatalogs().Patch(ctx, "ha-two", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitServing(t, newLeader.client, "ha-two", sampleDigest)
+		for _, r := range []*haReplica{a, b, cc} {
+			if got := haSameContent(t, "ha-two", r); !bytes.Equal(got, want) {
+				t.Errorf("%s serves %d bytes for ha-two after the status named %s, want the %d bytes of that digest",
+					r.identity, len(got), sampleDigest, len(want))
+			}
 		}
 	})
 }
