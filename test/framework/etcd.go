@@ -33,6 +33,18 @@ type Etcd struct {
 // the test.
 func StartEtcd(t testing.TB, bin, workDir string) *Etcd {
 	t.Helper()
+	return startEtcd(t, bin, workDir, false)
+}
+
+// StartDurableEtcd is StartEtcd with fsync on, as in production: for
+// benchmarks that compare etcd with a store that syncs every write.
+func StartDurableEtcd(t testing.TB, bin, workDir string) *Etcd {
+	t.Helper()
+	return startEtcd(t, bin, workDir, true)
+}
+
+func startEtcd(t testing.TB, bin, workDir string, fsync bool) *Etcd {
+	t.Helper()
 	clientPort, peerPort := freePort(t), freePort(t)
 	for peerPort == clientPort {
 		peerPort = freePort(t)
@@ -49,7 +61,9 @@ func StartEtcd(t testing.TB, bin, workDir string) *Etcd {
 		"--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=default=" + peerURL,
 		"--initial-cluster-state=new",
-		"--unsafe-no-fsync",
+	}
+	if !fsync {
+		args = append(args, "--unsafe-no-fsync")
 	}
 	p := startProcess(t, "etcd", workDir, bin, args, nil)
 	e := &Etcd{ClientURL: clientURL, DataDir: dataDir, Process: p}

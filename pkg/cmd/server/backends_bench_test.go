@@ -4,15 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	olmv1 "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1"
 	"github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned"
@@ -59,7 +51,7 @@ const benchListSize = 1000
 // update and status send no resourceVersion (unconditional updates, which
 // ClusterCatalog allows), so these background writes cause no conflicts.
 //
-// etcd runs with fsync (no --unsafe-no-fsync, unlike framework.StartEtcd),
+// etcd runs with fsync (no --unsafe-no-fsync, framework.StartDurableEtcd),
 // like the bbolt backend, which fsyncs every commit.
 func BenchmarkServerBackend(b *testing.B) {
 	for _, backend := range []string{BackendBbolt, BackendEtcd3} {
@@ -68,13 +60,13 @@ func BenchmarkServerBackend(b *testing.B) {
 			var configure func(*Options)
 			if backend == BackendEtcd3 {
 				bin := framework.RequireBinaries(b, "etcd")[0]
-				url := startFsyncEtcd(b, bin, b.TempDir())
+				url := framework.StartDurableEtcd(b, bin, b.TempDir()).ClientURL
 				configure = func(o *Options) {
 					o.Recommended.Etcd.StorageConfig.Type = BackendEtcd3
 					o.Recommended.Etcd.StorageConfig.Transport.ServerList = []string{url}
 				}
 			}
-			srv := startBenchServer(b, dataDir, configure)
+			srv := startStandaloneWith(b, dataDir, configure)
 			cfg := rest.CopyConfig(srv.config)
 			cfg.QPS, cfg.Burst = 1e6, 1e6 // measure the server, not client-go's limiter
 			client, err := versioned.NewForConfig(cfg)
@@ -359,102 +351,4 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	at := func(q float64) float64 { return float64(s[int(q*float64(len(s)-1))].Nanoseconds()) }
 	b.ReportMetric(at(0.50), "p50-ns")
 	b.ReportMetric(at(0.99), "p99-ns")
-}
-
-// startBenchServer is startStandaloneWith for a benchmark (which has no
-// *testing.T): the standalone server on a free port with its data in
-// dataDir, ready when /readyz answers (at most 60 s); stopped by Cleanup.
-func startBenchServer(b *testing.B, dataDir string, configure func(*Options)) *runningServer {
-	b.Helper()
-	o := NewOptions(io.Discard)
-	o.Standalone = true
-	o.DataDir = dataDir
-	if configure != nil {
-		configure(o)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	o.Recommended.SecureServing.Listener = ln
-	o.Recommended.SecureServing.BindPort = ln.Addr().(*net.TCPAddr).Port
-	if err := o.Complete(); err != nil {
-		b.Fatal(err)
-	}
-	if err := o.Validate(); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &runningServer{cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- o.Run(ctx) }()
-	b.Cleanup(s.stop)
-	framework.Eventually(b, 60*time.Second, 100*time.Millisecond, "standalone server ready", func() error {
-		select {
-		case err := <-s.done:
-			b.Fatalf("server exited early: %v", err)
-		default:
-		}
-		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
-		if err != nil {
-			return err
-		}
-		rc, err := rest.RESTClientFor(withNegotiation(cfg))
-		if err != nil {
-			return err
-		}
-		if err := rc.Get().AbsPath("/readyz").Do(context.Background()).Error(); err != nil {
-			return err
-		}
-		s.config = cfg
-		return nil
-	})
-	return s
-}
-
-// startFsyncEtcd starts etcd (bin) on free 127.0.0.1 ports with its data
-// and log in dir, with fsync on (framework.StartEtcd turns it off, which
-// would compare etcd without fsync to bbolt with it), and returns its client
-// URL once GET /health answers 200 (at most 60 s). It is killed by Cleanup.
-func startFsyncEtcd(b *testing.B, bin, dir string) string {
-	b.Helper()
-	clientPort, err := framework.FreePort()
-	if err != nil {
-		b.Fatal(err)
-	}
-	peerPort, err := framework.FreePort()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cu, pu := fmt.Sprintf("http://127.0.0.1:%d", clientPort), fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	logFile, err := os.Create(filepath.Join(dir, "etcd.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--name=bench", "--data-dir="+filepath.Join(dir, "etcd"),
-		"--listen-client-urls="+cu, "--advertise-client-urls="+cu,
-		"--listen-peer-urls="+pu, "--initial-advertise-peer-urls="+pu,
-		"--initial-cluster=bench="+pu, "--initial-cluster-state=new", "--log-level=warn")
-	cmd.Env = []string{} // etcd reads ETCD_* variables as flags
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("start etcd: %v", err)
-	}
-	b.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = logFile.Close()
-	})
-	framework.Eventually(b, 60*time.Second, 100*time.Millisecond, "etcd /health", func() error {
-		resp, err := http.Get(cu + "/health")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("etcd /health: %s", resp.Status)
-		}
-		return nil
-	})
-	return cu
 }

@@ -19,7 +19,7 @@ func etcdForTest(t *testing.T) *framework.Etcd {
 // etcd3Starter returns a startFunc running the standalone server with
 // --storage-backend=etcd3 on etcd, each test under its own --etcd-prefix.
 func etcd3Starter(etcd *framework.Etcd, prefix string) startFunc {
-	return func(t *testing.T, dataDir string) *runningServer {
+	return func(t testing.TB, dataDir string) *runningServer {
 		t.Helper()
 		return startStandaloneWith(t, dataDir, func(o *Options) {
 			o.Recommended.Etcd.StorageConfig.Type = BackendEtcd3

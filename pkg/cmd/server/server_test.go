@@ -37,18 +37,18 @@ type runningServer struct {
 
 // startFunc starts a server with its data in dataDir (startStandalone on
 // bbolt, startStandaloneEtcd3 in server_etcd_test.go).
-type startFunc func(t *testing.T, dataDir string) *runningServer
+type startFunc func(t testing.TB, dataDir string) *runningServer
 
 // startStandalone runs the standalone server on a free port with its data in
 // dataDir, and waits (at most 60 s) until /readyz answers.
-func startStandalone(t *testing.T, dataDir string) *runningServer {
+func startStandalone(t testing.TB, dataDir string) *runningServer {
 	t.Helper()
 	return startStandaloneWith(t, dataDir, nil)
 }
 
 // startStandaloneWith is startStandalone with the options changed by
 // configure (nil: none) before Complete.
-func startStandaloneWith(t *testing.T, dataDir string, configure func(*Options)) *runningServer {
+func startStandaloneWith(t testing.TB, dataDir string, configure func(*Options)) *runningServer {
 	t.Helper()
 	o := NewOptions(io.Discard)
 	o.Standalone = true
