@@ -15,6 +15,8 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
+# shellcheck source=lib/benchmarks.sh
+source hack/lib/benchmarks.sh
 if [ ! -d ../shared/testdata/catalogs/large ]; then
   echo "bench-catalog: ../shared/testdata/catalogs/large not found" >&2
   exit 1
@@ -61,18 +63,6 @@ section="$tmp/section.md"
   echo "<!-- catalog:end -->"
 } >"$section"
 
-out=BENCHMARKS.md
-if [ ! -f "$out" ]; then
-  printf '# Benchmarks\n\n' >"$out"
-fi
-if grep -q '<!-- catalog:begin -->' "$out"; then
-  awk -v f="$section" '
-    /<!-- catalog:begin -->/ { while ((getline l < f) > 0) print l; skip = 1; next }
-    /<!-- catalog:end -->/ { skip = 0; next }
-    !skip { print }' "$out" >"$tmp/out.md"
-else
-  { cat "$out"; echo; cat "$section"; } >"$tmp/out.md"
-fi
-cp "$tmp/out.md" "$out"
+write_benchmarks_section catalog "$section"
 cp "$section" "${SECTION_OUT:-/dev/null}"
 cat "$section"

@@ -11,6 +11,8 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
+# shellcheck source=lib/benchmarks.sh
+source hack/lib/benchmarks.sh
 if [ ! -d ../shared/testdata/catalogs/large ]; then
   echo "bench-content: ../shared/testdata/catalogs/large not found" >&2
   exit 1
@@ -82,17 +84,5 @@ section="$tmp/section.md"
   echo "<!-- content:end -->"
 } >"$section"
 
-out=BENCHMARKS.md
-if [ ! -f "$out" ]; then
-  printf '# Benchmarks\n\n' >"$out"
-fi
-if grep -q '<!-- content:begin -->' "$out"; then
-  awk -v f="$section" '
-    /<!-- content:begin -->/ { while ((getline l < f) > 0) print l; skip = 1; next }
-    /<!-- content:end -->/ { skip = 0; next }
-    !skip { print }' "$out" >"$tmp/out.md"
-else
-  { cat "$out"; echo; cat "$section"; } >"$tmp/out.md"
-fi
-cp "$tmp/out.md" "$out"
+write_benchmarks_section content "$section"
 cat "$section"

@@ -12,6 +12,8 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# shellcheck source=lib/benchmarks.sh
+source hack/lib/benchmarks.sh
 
 benchtime="${BENCHTIME:-2000x}"
 count="${COUNT:-1}"
@@ -57,19 +59,5 @@ cpu="$(sed -n 's/^cpu: //p' "$out" | head -n1)"
 } >"$section"
 
 file="BENCHMARKS.md"
-if [[ ! -f "$file" ]]; then
-	printf '# Benchmarks\n' >"$file"
-fi
-if grep -q '<!-- resolve:begin -->' "$file" && grep -q '<!-- resolve:end -->' "$file"; then
-	tmp="$(mktemp "${file}.XXXXXX")"
-	chmod 644 "$tmp"
-	awk -v sec="$section" '
-		/<!-- resolve:begin -->/ { while ((getline line < sec) > 0) print line; skip = 1; next }
-		/<!-- resolve:end -->/ { skip = 0; next }
-		!skip { print }
-	' "$file" >"$tmp"
-	mv "$tmp" "$file"
-else
-	{ echo; cat "$section"; } >>"$file"
-fi
+write_benchmarks_section resolve "$section" "$file"
 echo "bench-resolve: wrote the resolve section of $file"

@@ -11,6 +11,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
+# shellcheck source=lib/benchmarks.sh
+source hack/lib/benchmarks.sh
 BENCHTIME="${BENCHTIME:-2s}"
 COUNT="${COUNT:-3}"
 OUT="${ROOT}/_output/bench-storage.txt"
@@ -77,15 +79,8 @@ ${table}
 MD
 )"
 
-python3 - "${ROOT}/BENCHMARKS.md" "${section}" <<'PY'
-import sys, os, re
-path, section = sys.argv[1], sys.argv[2]
-text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-pat = re.compile(r"<!-- storage:begin -->.*?<!-- storage:end -->", re.S)
-if pat.search(text):
-    text = pat.sub(lambda m: section, text)
-else:
-    text = text.rstrip("\n") + "\n\n" + section + "\n"
-open(path, "w").write(text)
-PY
+section_file="$(mktemp)"
+trap 'rm -f "${section_file}"' EXIT
+printf '%s\n' "${section}" >"${section_file}"
+write_benchmarks_section storage "${section_file}" "${ROOT}/BENCHMARKS.md"
 echo "bench-storage: updated the storage section of BENCHMARKS.md"
