@@ -36,17 +36,7 @@ func TestStorageAndLeaderElectionFlags(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := NewOptions(io.Discard)
-			o.Standalone = true
-			o.DataDir = t.TempDir()
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(c.args); err != nil {
-				t.Fatal(err)
-			}
-			if err := o.Complete(); err != nil {
-				t.Fatal(err)
-			}
+			o := completedOptions(t, c.args)
 			if o.backend != c.wantBackend {
 				t.Errorf("backend = %q, want %q", o.backend, c.wantBackend)
 			}
@@ -157,3 +147,22 @@ func TestLeaderGateNilRunsOnce(t *testing.T) {
 type controllerFunc func(ctx context.Context) error
 
 func (f controllerFunc) Run(ctx context.Context) error { return f(ctx) }
+
+// completedOptions returns standalone Options (data in a temporary folder)
+// with args parsed by the flag set of AddFlags and Complete run; Validate is
+// left to the caller.
+func completedOptions(t *testing.T, args []string) *Options {
+	t.Helper()
+	o := NewOptions(io.Discard)
+	o.Standalone = true
+	o.DataDir = t.TempDir()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}

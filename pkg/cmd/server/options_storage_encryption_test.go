@@ -95,17 +95,7 @@ func TestEncryptionProviderConfigFlags(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := NewOptions(io.Discard)
-			o.Standalone = true
-			o.DataDir = t.TempDir()
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(c.args); err != nil {
-				t.Fatal(err)
-			}
-			if err := o.Complete(); err != nil {
-				t.Fatal(err)
-			}
+			o := completedOptions(t, c.args)
 			if (o.Recommended.Etcd != nil) != c.wantEtcd || o.bboltEncryptionConfig != c.wantBbolt {
 				t.Errorf("etcd options kept %v, bbolt encryption file %q; want %v, %q", o.Recommended.Etcd != nil, o.bboltEncryptionConfig, c.wantEtcd, c.wantBbolt)
 			}
