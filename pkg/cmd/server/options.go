@@ -157,6 +157,9 @@ type Config struct {
 	Kubeconfig string
 	// leader gates the controllers with --leader-elect (nil: always run).
 	leader *leaderGate
+	// runner runs the goroutines of the post-start hooks and stops them
+	// before the HTTP server stops (options_shutdown.go).
+	runner *controllerRunner
 }
 
 // Config opens the storage and builds the server configuration. It fails
@@ -216,16 +219,17 @@ func (o *Options) Config() (*Config, error) {
 		closeDB(db)
 		return nil, err
 	}
-	leader, err := o.addLeaderElection(gc)
+	runner := newControllerRunner()
+	leader, err := o.addLeaderElection(gc, runner)
 	if err != nil {
 		closeDB(db)
 		return nil, err
 	}
-	if err := o.addExtensionController(gc, store, leader); err != nil {
+	if err := o.addExtensionController(gc, store, leader, runner); err != nil {
 		closeDB(db)
 		return nil, err
 	}
-	served, err := o.addContentFollower(gc, store, leader)
+	served, err := o.addContentFollower(gc, store, leader, runner)
 	if err != nil {
 		closeDB(db)
 		return nil, err
@@ -245,6 +249,7 @@ func (o *Options) Config() (*Config, error) {
 		Content:    store,
 		Kubeconfig: kubeconfig,
 		leader:     leader,
+		runner:     runner,
 	}, nil
 }
 
@@ -289,23 +294,34 @@ func (o *Options) writeKubeconfig(token, addr string) (string, error) {
 	return path, nil
 }
 
-// Run builds the server from the options and serves until ctx is done. The
-// database is closed after the server has stopped.
+// Run builds the server from the options and serves until ctx is done.
+// When ctx is done the controllers, the content follower and leader
+// election are stopped first (the pre-shutdown hook StopControllersHook,
+// waiting at most stopControllersTimeout), then the HTTP server; the
+// database is closed after both have stopped.
 func (o *Options) Run(ctx context.Context) error {
 	cfg, err := o.Config()
 	if err != nil {
 		return err
 	}
 	defer closeDB(cfg.DB)
+	defer cfg.runner.stop(context.Background()) // before the database is closed
 	srv, err := cfg.Server.New()
 	if err != nil {
 		return err
 	}
-	waitControllers, err := o.startCatalogController(srv.GenericAPIServer, cfg)
+	if err := o.startCatalogController(srv.GenericAPIServer, cfg); err != nil {
+		return err
+	}
+	err = srv.GenericAPIServer.AddPreShutdownHook(StopControllersHook, func() error {
+		stopCtx, cancel := context.WithTimeout(context.Background(), stopControllersTimeout)
+		defer cancel()
+		cfg.runner.stop(stopCtx)
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	defer waitControllers() // before the database is closed
 	if cfg.Kubeconfig != "" {
 		fmt.Fprintf(o.Out, "standalone olm-apiserver on https://%s\nkubeconfig: %s\n",
 			cfg.Server.GenericConfig.SecureServing.Listener.Addr(), cfg.Kubeconfig)

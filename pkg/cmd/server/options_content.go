@@ -136,8 +136,9 @@ type contentFollower struct {
 
 // addContentFollower, with --leader-elect, makes the content subresource a
 // replicaContent and registers the post-start hook that runs the follower.
-// Without leader election it returns the store itself.
-func (o *Options) addContentFollower(gc *genericapiserver.RecommendedConfig, store *content.Store, leader *leaderGate) (clustercatalog.ContentServer, error) {
+// Without leader election it returns the store itself. runner runs and
+// stops the follower.
+func (o *Options) addContentFollower(gc *genericapiserver.RecommendedConfig, store *content.Store, leader *leaderGate, runner *controllerRunner) (clustercatalog.ContentServer, error) {
 	if leader == nil {
 		return store, nil
 	}
@@ -151,7 +152,7 @@ func (o *Options) addContentFollower(gc *genericapiserver.RecommendedConfig, sto
 	rc := &replicaContent{store: store}
 	f := &contentFollower{store: store, puller: puller, tempDir: filepath.Join(o.DataDir, "catalog-follow"), limits: c.Limits, leader: leader}
 	err = gc.AddPostStartHook(ContentFollowerHook, func(hc genericapiserver.PostStartHookContext) error {
-		client, err := versioned.NewForConfig(hc.LoopbackClientConfig)
+		client, err := runner.loopbackClient(hc.LoopbackClientConfig)
 		if err != nil {
 			return err
 		}
@@ -159,7 +160,7 @@ func (o *Options) addContentFollower(gc *genericapiserver.RecommendedConfig, sto
 			return client.OlmV1().ClusterCatalogs().Get(ctx, name, metav1.GetOptions{})
 		})
 		rc.get.Store(&get)
-		go f.run(hc, client)
+		runner.start(hc, func(ctx context.Context) { f.run(ctx, client) })
 		return nil
 	})
 	return rc, err

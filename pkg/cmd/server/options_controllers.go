@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/olm-apiserver/olm-apiserver/pkg/apiserver"
 	catalogcontroller "github.com/olm-apiserver/olm-apiserver/pkg/controllers/catalog"
-	"github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned"
 	"github.com/olm-apiserver/olm-apiserver/pkg/image"
 )
 
@@ -63,16 +61,14 @@ func (c *CatalogOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // startCatalogController registers the post-start hook that runs the catalog
-// controller until the server stops. The returned function waits for the
-// controller to finish; call it after the server has stopped and before the
-// stores are closed.
-func (o *Options) startCatalogController(srv *genericapiserver.GenericAPIServer, cfg *Config) (wait func(), err error) {
+// controller in cfg.runner, which stops it.
+func (o *Options) startCatalogController(srv *genericapiserver.GenericAPIServer, cfg *Config) error {
 	c := o.Catalogs
 	puller, err := image.NewPuller(image.Options{
 		InsecureRegistries: c.InsecureRegistries, PullSecretFile: c.PullSecretFile, CAFile: c.RegistryCAFile,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	external := c.ExternalAddress
 	if external == "" {
@@ -82,9 +78,8 @@ func (o *Options) startCatalogController(srv *genericapiserver.GenericAPIServer,
 		}
 	}
 	kubeConfig := cfg.Server.GenericConfig.ClientConfig // kube-apiserver, nil in standalone mode
-	var wg sync.WaitGroup
 	err = srv.AddPostStartHook(CatalogControllerHook, func(hookCtx genericapiserver.PostStartHookContext) error {
-		client, err := versioned.NewForConfig(hookCtx.LoopbackClientConfig)
+		client, err := cfg.runner.loopbackClient(hookCtx.LoopbackClientConfig)
 		if err != nil {
 			return err
 		}
@@ -104,18 +99,16 @@ func (o *Options) startCatalogController(srv *genericapiserver.GenericAPIServer,
 			stopEvents()
 			return err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		cfg.runner.start(hookCtx, func(ctx context.Context) {
 			defer stopEvents()
-			run(hookCtx)
-		}()
+			run(ctx)
+		})
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("adding the catalog controller hook: %w", err)
+		return fmt.Errorf("adding the catalog controller hook: %w", err)
 	}
-	return wg.Wait, nil
+	return nil
 }
 
 // eventRecorder records core/v1 events in kube-apiserver (kubeConfig);

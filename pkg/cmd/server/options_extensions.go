@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/olm-apiserver/olm-apiserver/pkg/content"
 	"github.com/olm-apiserver/olm-apiserver/pkg/controllers/extension"
-	"github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned"
 	"github.com/olm-apiserver/olm-apiserver/pkg/image"
 	"github.com/olm-apiserver/olm-apiserver/pkg/resolve"
 	"github.com/olm-apiserver/olm-apiserver/pkg/revision"
@@ -78,8 +78,9 @@ func (e *ExtensionOptions) Validate() []error {
 // addExtensionController registers the post-start hook that runs the
 // ClusterExtension controller with the loopback client, the content store
 // and the target cluster (see ExtensionOptions.TargetKubeconfig; in
-// aggregated mode gc.ClientConfig, set from --kubeconfig by CoreAPI options).
-func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig, store *content.Store, leader *leaderGate) error {
+// aggregated mode gc.ClientConfig, set from --kubeconfig by CoreAPI options),
+// run and stopped by runner.
+func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig, store *content.Store, leader *leaderGate, runner *controllerRunner) error {
 	e := o.Extensions
 	if !e.Enabled {
 		return nil
@@ -101,7 +102,7 @@ func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig,
 	}
 	unpacker := &extension.ImageUnpacker{Puller: puller, Dir: filepath.Join(dataDir, "bundles"), Limits: o.Catalogs.Limits}
 	return gc.AddPostStartHook(ExtensionControllerHook, func(hc genericapiserver.PostStartHookContext) error {
-		client, err := versioned.NewForConfig(hc.LoopbackClientConfig)
+		client, err := runner.loopbackClient(hc.LoopbackClientConfig)
 		if err != nil {
 			return err
 		}
@@ -130,10 +131,10 @@ func (o *Options) addExtensionController(gc *genericapiserver.RecommendedConfig,
 			stopEvents()
 			return err
 		}
-		go func() {
+		runner.start(hc, func(ctx context.Context) {
 			defer stopEvents()
-			run(hc)
-		}()
+			run(ctx)
+		})
 		return nil
 	})
 }

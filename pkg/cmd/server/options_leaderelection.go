@@ -263,8 +263,9 @@ func defaultIdentity() (string, error) {
 // cluster and with --storage-backend=etcd3, for the etcd election key
 // <etcd-prefix>/leader-election/<namespace>/<name>) and returns the gate the
 // controllers wait on; without --leader-elect, nil. It fails when there is
-// neither a target cluster nor etcd.
-func (o *Options) addLeaderElection(gc *genericapiserver.RecommendedConfig) (*leaderGate, error) {
+// neither a target cluster nor etcd. runner runs and stops the campaign (a
+// held Lease is released when it stops).
+func (o *Options) addLeaderElection(gc *genericapiserver.RecommendedConfig, runner *controllerRunner) (*leaderGate, error) {
 	if !o.LeaderElection.Enabled {
 		return nil, nil
 	}
@@ -285,11 +286,11 @@ func (o *Options) addLeaderElection(gc *genericapiserver.RecommendedConfig) (*le
 		return nil, fmt.Errorf("--leader-elect needs a target cluster for its Lease (--target-kubeconfig, or aggregated mode) or --storage-backend=etcd3")
 	}
 	return gate, gc.AddPostStartHook(LeaderElectionHook, func(hc genericapiserver.PostStartHookContext) error {
-		go func() {
-			if err := campaign(hc); err != nil {
+		runner.start(hc, func(ctx context.Context) {
+			if err := campaign(ctx); err != nil {
 				klog.ErrorS(err, "leader election stopped: the controllers do not run on this replica")
 			}
-		}()
+		})
 		return nil
 	})
 }
