@@ -24,18 +24,19 @@ const stopControllersTimeout = 30 * time.Second
 // controllerRunner runs the long-lived goroutines that the post-start hooks
 // start (the catalog and extension controllers, the content follower,
 // leader election) and stops them in the pre-shutdown hook
-// StopControllersHook, that is while the HTTP server still serves.
+// StopControllersHook, that is while the HTTP server still serves, so that
+// they finish their requests and release the Lease before it stops.
 //
-// k8s.io/apiserver cancels a post-start hook's context only when the HTTP
-// server starts its graceful shutdown (http.Server.Shutdown, bounded by
-// ShutdownTimeout, 60 s by default). Controllers stopped by that context are
-// still calling this server through the loopback client while it shuts
-// down: a connection they dial in that window is registered with the HTTP/2
-// server after its GOAWAY went out, so it never gets one, stays open (until
-// the 90 s idle timeout) and Shutdown waits the whole ShutdownTimeout. The
-// runner therefore stops them first, waits for them, and then closes every
-// loopback connection they dialed (loopbackClient), also one whose dial was
-// still under way.
+// Stopping them is not enough for the HTTP server to stop at once: a
+// loopback connection whose dial began before a controller was cancelled is
+// completed by net/http's transport anyway (TLS handshake, HTTP/2 preface)
+// and kept idle in its pool. When that happens after http.Server.Shutdown
+// has sent its GOAWAYs, the HTTP/2 server never sends that connection one,
+// the client never closes it, and Shutdown waits the whole ShutdownTimeout
+// (60 s by default; "Failed to shutdown server: context deadline
+// exceeded"). The controllers' clients therefore dial through the runner
+// (loopbackClient), and stop closes every connection they dialed, also one
+// whose dial completes afterwards.
 type controllerRunner struct {
 	ctx    context.Context // cancelled by stop
 	cancel context.CancelFunc

@@ -41,11 +41,11 @@ func stopWithin(t *testing.T, s *runningServer, bound time.Duration) time.Durati
 // TestStopRightAfterReady starts the standalone server and stops it as soon
 // as /readyz passes, while the controllers are still syncing their informers
 // through the loopback client, ten times in a row per configuration: Run
-// must return within stopBound every time. Before the controllers were
-// stopped in a pre-shutdown hook, about four stops in ten took the whole
-// 60 s ShutdownTimeout ("Failed to shutdown server: context deadline
-// exceeded"): a loopback connection dialed while the HTTP server shut down
-// never got its GOAWAY.
+// must return within stopBound every time. Before controllerRunner closed
+// the controllers' loopback connections, about four stops in ten took the
+// whole 60 s ShutdownTimeout ("Failed to shutdown server: context deadline
+// exceeded"): a connection whose dial completed after the HTTP server had
+// sent its GOAWAYs never got one and stayed open.
 func TestStopRightAfterReady(t *testing.T) {
 	cases := []struct {
 		name      string
