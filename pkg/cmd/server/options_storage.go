@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,7 +21,8 @@ import (
 // Storage backends selectable with --storage-backend.
 const (
 	// BackendBbolt is the embedded default: one bbolt file
-	// <data-dir>/olm.db, for a single replica.
+	// <data-dir>/olm.db, for a single replica, behind the stock
+	// k8s.io/apiserver watch cache (bboltstore.WithWatchCache).
 	BackendBbolt = "bbolt"
 	// BackendEtcd3 stores both resources in etcd through the stock
 	// k8s.io/apiserver etcd3 storage with the watch cache (--etcd-servers,
@@ -36,7 +38,7 @@ const defaultEtcdPrefix = "/olm-apiserver"
 // storageBackendUsage replaces the stock help text of --storage-backend,
 // which only knows etcd3.
 const storageBackendUsage = "Where ClusterCatalogs and ClusterExtensions are stored: 'bbolt' (default; the embedded database " +
-	"<data-dir>/olm.db, one replica only) or 'etcd3' (the etcd cluster given by --etcd-servers and the --etcd-* TLS flags, " +
+	"<data-dir>/olm.db, one replica only, with the watch cache) or 'etcd3' (the etcd cluster given by --etcd-servers and the --etcd-* TLS flags, " +
 	"with the watch cache; required for several replicas). Catalog content and extension revision records stay in --data-dir with both."
 
 // encryptionProviderConfigUsage replaces the stock help text of
@@ -53,6 +55,15 @@ const encryptionProviderConfigUsage = "File with the encryption-at-rest configur
 const encryptionReloadUsage = "Reload the file set by --encryption-provider-config when its contents change. " +
 	"Only with --storage-backend=etcd3; with bbolt the file is read once at startup."
 
+// watchCacheUsage and watchCacheSizesUsage replace the stock help texts of
+// --watch-cache and --watch-cache-sizes, which do not know bbolt.
+const watchCacheUsage = "Serve watches, and lists and gets that allow it, from the in-memory watch cache of k8s.io/apiserver. " +
+	"Both storage backends use it; turning it off is only supported with --storage-backend=etcd3."
+
+const watchCacheSizesUsage = "Per-resource watch cache settings (resource.group#size; size 0 turns the cache off for that resource, " +
+	"other sizes are ignored as the cache sizes itself), as for kube-apiserver. Only with --storage-backend=etcd3; " +
+	"with bbolt the watch cache is on for both resources."
+
 // defaultStorageBackend makes bbolt the default of the stock
 // --storage-backend flag (the etcd options are kept so that their flags
 // exist; Complete drops them for bbolt).
@@ -63,14 +74,16 @@ func defaultStorageBackend(o *Options) {
 }
 
 // describeStorageFlags rewrites the stock help texts of --storage-backend,
-// --encryption-provider-config and
-// --encryption-provider-config-automatic-reload to say what works with which
-// backend.
+// --encryption-provider-config,
+// --encryption-provider-config-automatic-reload, --watch-cache and
+// --watch-cache-sizes to say what works with which backend.
 func describeStorageFlags(fs *pflag.FlagSet) {
 	for name, usage := range map[string]string{
 		"storage-backend":                             storageBackendUsage,
 		"encryption-provider-config":                  encryptionProviderConfigUsage,
 		"encryption-provider-config-automatic-reload": encryptionReloadUsage,
+		"watch-cache":                                 watchCacheUsage,
+		"watch-cache-sizes":                           watchCacheSizesUsage,
 	} {
 		if f := fs.Lookup(name); f != nil {
 			f.Usage = usage
@@ -81,9 +94,11 @@ func describeStorageFlags(fs *pflag.FlagSet) {
 // completeStorage records the chosen backend. For bbolt it drops the etcd
 // options (so that neither their validation nor their ApplyTo runs) after
 // keeping --encryption-provider-config (used by the bbolt store) and
-// remembering whether --etcd-servers or
-// --encryption-provider-config-automatic-reload was given, which Validate
-// rejects.
+// remembering whether --etcd-servers,
+// --encryption-provider-config-automatic-reload, --watch-cache=false or
+// --watch-cache-sizes was given, which Validate rejects (bbolt always runs
+// the watch cache: the stock settings live in the etcd options, which are
+// dropped here, so they cannot reach openStorage).
 // It may be called more than once.
 func (o *Options) completeStorage() {
 	etcd := o.Recommended.Etcd
@@ -100,15 +115,20 @@ func (o *Options) completeStorage() {
 			o.etcdOnlyFlag = "--etcd-servers"
 		case etcd.EncryptionProviderConfigAutomaticReload:
 			o.etcdOnlyFlag = "--encryption-provider-config-automatic-reload"
+		case !etcd.EnableWatchCache:
+			o.etcdOnlyFlag = "--watch-cache=false"
+		case len(etcd.WatchCacheSizes) > 0:
+			o.etcdOnlyFlag = "--watch-cache-sizes"
 		}
 		o.bboltEncryptionConfig = etcd.EncryptionProviderConfigFilepath
 		o.Recommended.Etcd = nil
 	}
 }
 
-// validateStorage reports an unknown --storage-backend, etcd servers or
-// automatic reload of the encryption configuration given without
-// --storage-backend=etcd3 (which would silently be ignored), and, for bbolt,
+// validateStorage reports an unknown --storage-backend, etcd servers,
+// automatic reload of the encryption configuration, --watch-cache=false or
+// --watch-cache-sizes given without --storage-backend=etcd3 (which would
+// silently be ignored), and, for bbolt,
 // an --encryption-provider-config file that cannot be loaded (see
 // bboltEncryptionTransformers). With etcd3 the stock etcd options load that
 // file in Config.
@@ -116,7 +136,11 @@ func (o *Options) validateStorage() []error {
 	switch o.backend {
 	case BackendBbolt:
 		if o.etcdOnlyFlag != "" {
-			return []error{fmt.Errorf("%s is only used with --storage-backend=%s", o.etcdOnlyFlag, BackendEtcd3)}
+			note := ""
+			if strings.HasPrefix(o.etcdOnlyFlag, "--watch-cache") {
+				note = " (with --storage-backend=bbolt the watch cache is always on)"
+			}
+			return []error{fmt.Errorf("%s is only used with --storage-backend=%s%s", o.etcdOnlyFlag, BackendEtcd3, note)}
 		}
 		if _, err := o.bboltEncryptionTransformers(); err != nil {
 			return []error{err}
@@ -150,8 +174,10 @@ func (o *Options) bboltEncryptionTransformers() (value.ResourceTransformers, err
 // openStorage returns the RESTOptionsGetter of the chosen backend. For
 // bbolt it loads --encryption-provider-config (if given; errors as
 // bboltEncryptionTransformers), opens <data-dir>/olm.db (failing when
-// another process holds it or it is not a bbolt file) and adds the "bbolt"
-// readyz check; the caller closes the returned DB. For etcd3 it returns the getter that the stock
+// another process holds it or it is not a bbolt file), adds the "bbolt"
+// readyz check and puts the stock watch cache in front of both resources
+// (bboltstore.WithWatchCache; lists are then served from memory as with
+// etcd3); the caller closes the returned DB. For etcd3 it returns the getter that the stock
 // etcd options installed in gc by Recommended.ApplyTo (with its etcd
 // healthz/readyz checks) and a nil DB.
 func (o *Options) openStorage(gc *genericapiserver.RecommendedConfig, codec runtime.Codec) (generic.RESTOptionsGetter, *kv.DB, error) {
@@ -170,5 +196,5 @@ func (o *Options) openStorage(gc *genericapiserver.RecommendedConfig, codec runt
 		return nil, nil, err
 	}
 	gc.AddReadyzChecks(healthz.NamedCheck("bbolt", func(*http.Request) error { return db.Healthy() }))
-	return bboltstore.NewResourceRESTOptionsGetter(db, codec, transformers), db, nil
+	return bboltstore.NewResourceRESTOptionsGetter(db, codec, transformers, bboltstore.WithWatchCache()), db, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,18 +27,27 @@ type restOptionsGetter struct {
 	db           *kv.DB
 	codec        runtime.Codec
 	transformers value.ResourceTransformers // nil: identity for every resource
+
+	watchCache bool                          // WithWatchCache
+	uncached   map[schema.GroupResource]bool // resources WithWatchCache leaves out
+	markOnce   sync.Once                     // MarkRequestWatchProgressSupported, with the cache
+	markErr    error
 }
 
 // NewRESTOptionsGetter returns the generic.RESTOptionsGetter that plugs this
 // backend into genericregistry.Store (CompleteWithOptions): every resource
 // gets ResourcePrefix "<group>/<resource>" (keys "/<group>/<resource>/[<ns>/]<name>"),
 // a Store on db using codec and transformer (nil: identity) for every
-// resource, no watch cache, DeleteCollectionWorkers 1, garbage collection
-// on, no count polling, and bookmarks for watches that allow them.
-func NewRESTOptionsGetter(db *kv.DB, codec runtime.Codec, transformer value.Transformer) generic.RESTOptionsGetter {
+// resource, no watch cache (unless WithWatchCache is given),
+// DeleteCollectionWorkers 1, garbage collection on, no count polling, and
+// bookmarks for watches that allow them.
+func NewRESTOptionsGetter(db *kv.DB, codec runtime.Codec, transformer value.Transformer, opts ...GetterOption) generic.RESTOptionsGetter {
 	g := &restOptionsGetter{db: db, codec: codec}
 	if transformer != nil {
 		g.transformers = sameForAll{transformer}
+	}
+	for _, o := range opts {
+		o(g)
 	}
 	return g
 }
@@ -46,8 +57,12 @@ func NewRESTOptionsGetter(db *kv.DB, codec runtime.Codec, transformer value.Tran
 // transformers: identity for every resource). This is how encryption at rest
 // is configured for bbolt: pass the result of LoadEncryptionConfig
 // (aescbc, aesgcm, secretbox or identity providers).
-func NewResourceRESTOptionsGetter(db *kv.DB, codec runtime.Codec, transformers value.ResourceTransformers) generic.RESTOptionsGetter {
-	return &restOptionsGetter{db: db, codec: codec, transformers: transformers}
+func NewResourceRESTOptionsGetter(db *kv.DB, codec runtime.Codec, transformers value.ResourceTransformers, opts ...GetterOption) generic.RESTOptionsGetter {
+	g := &restOptionsGetter{db: db, codec: codec, transformers: transformers}
+	for _, o := range opts {
+		o(g)
+	}
+	return g
 }
 
 // sameForAll is a value.ResourceTransformers that gives every resource the
@@ -65,9 +80,17 @@ func (g *restOptionsGetter) GetRESTOptions(resource schema.GroupResource, _ runt
 	if g.transformers != nil {
 		cfg.Transformer = g.transformers.TransformerForResource(resource)
 	}
+	decorator := generic.StorageDecorator(g.decorator)
+	if g.watchCache && !g.uncached[resource] {
+		g.markOnce.Do(func() { g.markErr = MarkRequestWatchProgressSupported(10 * time.Second) })
+		if g.markErr != nil {
+			return generic.RESTOptions{}, g.markErr
+		}
+		decorator = g.cachedDecorator
+	}
 	return generic.RESTOptions{
 		StorageConfig:           cfg.ForResource(resource),
-		Decorator:               g.decorator,
+		Decorator:               decorator,
 		EnableGarbageCollection: true,
 		DeleteCollectionWorkers: 1,
 		ResourcePrefix:          resource.Group + "/" + resource.Resource,

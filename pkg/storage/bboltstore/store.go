@@ -6,7 +6,8 @@
 // revision is compacted, errors are the same apierrors (404 NotFound,
 // 409 AlreadyExists/Conflict, 410 Expired/Gone, 504 "Too large resource
 // version"), and watches start from a revision, from "now", or with initial
-// events. The watch cache is meant to be off for this backend.
+// events. NewRESTOptionsGetter with WithWatchCache puts the stock watch cache
+// (k8s.io/apiserver/pkg/storage/cacher) in front of it, as for etcd3.
 package bboltstore
 
 import (
@@ -76,6 +77,11 @@ type Store struct {
 	transformer value.Transformer
 
 	sizeEstimation atomic.Bool
+
+	// onListRange, when set (tests only), is told of every range read of
+	// GetList before it runs: where it starts, at which revision (0: the
+	// current one) and with which chunk limit (0: none).
+	onListRange func(ctx context.Context, start string, rev, limit int64)
 }
 
 var _ storage.Interface = &Store{}
@@ -594,6 +600,13 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 	for {
 		var items []kv.KeyValue
 		stopped := false
+		if s.onListRange != nil {
+			from := start
+			if from == "" {
+				from = keyPrefix
+			}
+			s.onListRange(ctx, from, withRev, chunkSize)
+		}
 		res, err := s.db.Range(kv.RangeOptions{Prefix: keyPrefix, Exact: !opts.Recursive, Start: start, Revision: withRev},
 			func(item kv.KeyValue) (bool, error) {
 				if chunkSize > 0 && int64(len(items)) >= chunkSize {
