@@ -36,7 +36,7 @@ echo ">> starting a local registry with the sample catalog and bundles (log: ${R
 "${PUSH}" serve --addr "127.0.0.1:${REGISTRY_PORT}" --dir artifacts/catalog/configs --repo olm/sample-catalog:latest \
   --bundles artifacts/catalog/bundles --addr-file "${REG_ADDR_FILE}" >"${REG_LOG}" 2>&1 &
 REG_PID=$!
-trap 'kill ${REG_PID} 2>/dev/null; wait ${REG_PID} 2>/dev/null || true' EXIT INT TERM
+trap 'kill ${REG_PID} 2>/dev/null || true; wait ${REG_PID} 2>/dev/null || true' EXIT INT TERM
 for _ in $(seq 1 60); do
   [ -f "${REG_ADDR_FILE}" ] && break
   if ! kill -0 "${REG_PID}" 2>/dev/null; then
@@ -50,7 +50,7 @@ LOG=${DATA_DIR}/olm-apiserver.log
 echo ">> starting olm-apiserver --standalone (log: ${LOG})"
 "${BIN}" --standalone --data-dir "${DATA_DIR}" --secure-port "${PORT}" >"${LOG}" 2>&1 &
 PID=$!
-stop() { kill ${PID} ${REG_PID} 2>/dev/null; wait ${PID} ${REG_PID} 2>/dev/null || true; }
+stop() { kill ${PID} ${REG_PID} 2>/dev/null || true; wait ${PID} ${REG_PID} 2>/dev/null || true; }
 trap stop EXIT
 # Ctrl-C is the normal way to stop: stop both processes and exit 0.
 trap 'stop; trap - EXIT; exit 0' INT TERM

@@ -22,7 +22,9 @@ func main() {
 		Use:   "olm-apiserver",
 		Short: "OLM v1 (ClusterCatalog, ClusterExtension) as a Kubernetes aggregated API server",
 		Long: "olm-apiserver serves the olm.operatorframework.io/v1 API group behind kube-apiserver's aggregation layer, " +
-			"or on its own with --standalone. Objects are stored in an embedded bbolt database under --data-dir.",
+			"or on its own with --standalone. Objects are stored in an embedded bbolt database under --data-dir (the default, " +
+			"one replica) or in etcd (--storage-backend=etcd3, for several replicas with --leader-elect); catalog content is " +
+			"kept under --data-dir by every replica.",
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -35,6 +36,7 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	netutils "k8s.io/utils/net"
@@ -192,6 +194,13 @@ func (o *Options) Config() (*Config, error) {
 	gc.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString("content"))
 
 	if err := o.Recommended.ApplyTo(gc); err != nil {
+		// The stock delegated authn/authz options do not wrap
+		// rest.ErrNotInCluster, so its message is what can be matched.
+		if !o.Standalone && strings.Contains(err.Error(), rest.ErrNotInCluster.Error()) {
+			return nil, fmt.Errorf("%w\naggregated mode (the default) delegates authentication and authorization to kube-apiserver: "+
+				"run olm-apiserver in the cluster, or pass --kubeconfig (with --authentication-kubeconfig and --authorization-kubeconfig), "+
+				"or run it on its own with --standalone", err)
+		}
 		return nil, err
 	}
 

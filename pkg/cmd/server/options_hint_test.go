@@ -1,0 +1,29 @@
+package server
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestAggregatedModeOutsideClusterSaysWhatToDo checks that aggregated mode
+// (the default) started outside a cluster and without --kubeconfig fails
+// with the library's error plus what to do about it, naming --standalone.
+func TestAggregatedModeOutsideClusterSaysWhatToDo(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	o := NewOptions(io.Discard)
+	o.DataDir = t.TempDir()
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := o.Config()
+	if err == nil {
+		t.Fatal("Config succeeded outside a cluster without a kubeconfig")
+	}
+	for _, want := range []string{"unable to load in-cluster configuration", "--kubeconfig", "--standalone"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}
