@@ -192,6 +192,8 @@ func (o *Options) Config() (*Config, error) {
 	gc.FeatureGate = utilfeature.DefaultFeatureGate
 	// Reading a large catalog's content must not be cut off by the request timeout.
 	gc.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString("content"))
+	// Out-of-range int32/int64 values get 422 before they reach the decoder.
+	gc.BuildHandlerChainFunc = apiserver.BuildHandlerChain
 
 	if err := o.Recommended.ApplyTo(gc); err != nil {
 		// The stock delegated authn/authz options do not wrap
