@@ -27,3 +27,16 @@ func TestAggregatedModeOutsideClusterSaysWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownStorageBackendIsTheOnlyError checks that an unknown
+// --storage-backend is reported alone, without the stock etcd options'
+// errors, which say etcd3 is the only value and the default.
+func TestUnknownStorageBackendIsTheOnlyError(t *testing.T) {
+	err := completedOptions(t, []string{"--storage-backend=sqlite"}).Validate()
+	if err == nil {
+		t.Fatal("--storage-backend=sqlite accepted")
+	}
+	if want := `--storage-backend="sqlite": want "bbolt" or "etcd3"`; err.Error() != "invalid options: ["+want+"]" {
+		t.Errorf("error %q, want only %q", err, want)
+	}
+}

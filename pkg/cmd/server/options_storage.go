@@ -39,7 +39,8 @@ const defaultEtcdPrefix = "/olm-apiserver"
 // which only knows etcd3.
 const storageBackendUsage = "Where ClusterCatalogs and ClusterExtensions are stored: 'bbolt' (default; the embedded database " +
 	"<data-dir>/olm.db, one replica only, with the watch cache) or 'etcd3' (the etcd cluster given by --etcd-servers and the --etcd-* TLS flags, " +
-	"with the watch cache; required for several replicas). Catalog content and extension revision records stay in --data-dir with both."
+	"with the watch cache; required for several replicas). With both, catalog content stays in --data-dir and extension revision records " +
+	"are Secrets in the target cluster (--extension-record-namespace)."
 
 // encryptionProviderConfigUsage replaces the stock help text of
 // --encryption-provider-config, which only speaks of etcd.
@@ -121,6 +122,12 @@ func (o *Options) completeStorage() {
 			o.etcdOnlyFlag = "--watch-cache-sizes"
 		}
 		o.bboltEncryptionConfig = etcd.EncryptionProviderConfigFilepath
+		o.Recommended.Etcd = nil
+	}
+	if o.backend != BackendBbolt && o.backend != BackendEtcd3 {
+		// Validate reports the unknown backend; the etcd options' own
+		// errors (which name etcd3 as the only value and the default)
+		// would only confuse.
 		o.Recommended.Etcd = nil
 	}
 }
