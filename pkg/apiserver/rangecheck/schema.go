@@ -20,10 +20,8 @@ package rangecheck
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
-	"math/big"
-	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -32,23 +30,125 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
-// maxRefHops bounds how many $ref/allOf indirections are followed for one
-// value, so that a cyclic definition cannot loop.
-const maxRefHops = 32
-
-// Checker walks decoded values against a set of OpenAPI definitions. It is
-// read-only after NewChecker and safe for concurrent use.
+// Checker walks decoded values against a set of OpenAPI definitions,
+// compiled once by NewChecker into a tree of the parts that matter here.
+// It is read-only afterwards and safe for concurrent use.
 type Checker struct {
-	defs map[string]common.OpenAPIDefinition
+	defs map[string]*node
 }
 
-// NewChecker builds a Checker from generated definitions (e.g.
+// node is the compiled schema of one value: its object members, array
+// items, map values, and, for an integer, the checked format.
+type node struct {
+	props      map[string]*node
+	items      *node
+	additional *node
+	format     string // "int32" or "int64" for a checked integer, else ""
+}
+
+// NewChecker compiles generated definitions (e.g.
 // generatedopenapi.GetOpenAPIDefinitions). References are resolved by the
 // model name the generator passes to the reference callback, which is also
-// the key of the returned map.
+// the key of the returned map; a $ref to an unknown name is not followed.
+// allOf members and a $ref next to other keywords are merged into one
+// node (the schema's own properties win).
 func NewChecker(get common.GetOpenAPIDefinitions) *Checker {
 	defs := get(func(name string) spec.Ref { return spec.MustCreateRef(name) })
-	return &Checker{defs: defs}
+	comp := &compiler{defs: defs, nodes: make(map[string]*node, len(defs))}
+	for name := range defs {
+		comp.definition(name)
+	}
+	return &Checker{defs: comp.nodes}
+}
+
+type compiler struct {
+	defs  map[string]common.OpenAPIDefinition
+	nodes map[string]*node
+}
+
+// definition returns the node of a named definition, compiling it on first
+// use. The node is registered before its schema is compiled, so that a
+// definition that contains itself (through properties or items) ends up
+// pointing at its own node.
+func (c *compiler) definition(name string) *node {
+	if n, ok := c.nodes[name]; ok {
+		return n
+	}
+	def, ok := c.defs[name]
+	if !ok {
+		return nil
+	}
+	n := &node{}
+	c.nodes[name] = n
+	*n = *c.schema(&def.Schema)
+	return n
+}
+
+// schema compiles one schema. A schema whose only structure is one link
+// (a $ref, as openapi-gen writes for a field of a named type, or a single
+// allOf member) is the linked node itself, so that recursive definitions
+// point back at themselves; other links are merged into the schema's node.
+func (c *compiler) schema(s *spec.Schema) *node {
+	var links []*node
+	if name := s.Ref.String(); name != "" {
+		links = append(links, c.definition(name))
+	}
+	for i := range s.AllOf {
+		links = append(links, c.schema(&s.AllOf[i]))
+	}
+	_, integer := formatRange[s.Format]
+	integer = integer && s.Type.Contains("integer")
+	own := len(s.Properties) > 0 || (s.Items != nil && s.Items.Schema != nil) ||
+		(s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil) || integer
+	if !own && len(links) == 1 {
+		return links[0]
+	}
+	n := &node{}
+	if len(s.Properties) > 0 {
+		n.props = make(map[string]*node, len(s.Properties))
+		for key, prop := range s.Properties {
+			n.props[key] = c.schema(&prop)
+		}
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		n.items = c.schema(s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		n.additional = c.schema(s.AdditionalProperties.Schema)
+	}
+	if integer {
+		n.format = s.Format
+	}
+	for _, l := range links {
+		n.merge(l)
+	}
+	return n
+}
+
+// merge adds what n lacks from m. A definition still being compiled (a
+// cycle through a $ref merged with other keywords, which openapi-gen does
+// not write) is empty at that point and adds nothing.
+func (n *node) merge(m *node) {
+	if m == nil {
+		return
+	}
+	for key, p := range m.props {
+		if n.props == nil {
+			n.props = make(map[string]*node, len(m.props))
+		}
+		if _, ok := n.props[key]; !ok {
+			n.props[key] = p
+		}
+	}
+	if n.items == nil {
+		n.items = m.items
+	}
+	if n.additional == nil {
+		n.additional = m.additional
+	}
+	if n.format == "" {
+		n.format = m.format
+	}
 }
 
 // HasDefinition reports whether name is one of the definitions.
@@ -61,45 +161,41 @@ func (c *Checker) HasDefinition(name string) bool {
 // keys, slices, numbers as json.Number, int64, uint64, float64 or int,
 // strings, bools, nil) against the definition named root, and returns one
 // field.Invalid per integer field whose value is outside its format's range
-// (int32: -2^31..2^31-1, int64: -2^63..2^63-1) or is not a whole number.
-// Paths start at the root of the object (spec.priority). Values of other
-// types where an integer is expected, unknown fields and schemas without
-// properties (free-form objects) are left to the decoder. An unknown root
-// returns no errors.
+// (int32: -2^31..2^31-1, int64: -2^63..2^63-1) or is not a whole number,
+// sorted by field path. Paths start at the root of the object
+// (spec.priority). Values of other types where an integer is expected,
+// integers without an int32/int64 format, unknown fields and schemas
+// without properties (free-form objects) are left to the decoder. An
+// unknown root returns no errors.
 func (c *Checker) Check(root string, value any) field.ErrorList {
-	def, ok := c.defs[root]
-	if !ok {
-		return nil
-	}
-	var errs field.ErrorList
-	c.walk(&def.Schema, value, nil, &errs)
-	return errs
+	return c.CheckAt(root, "", value)
 }
 
 // CheckAt is Check for a value that sits at the JSON pointer (RFC 6901)
 // pointer inside an object of definition root, as in the "value" of a
-// JSON patch operation. Object members, array indices (digits or "-") and
-// map keys are followed through the schema; a pointer that leaves the schema
-// (unknown field, free-form object) returns no errors.
+// JSON patch operation ("" is the whole object). Object members, array
+// indices (digits or "-") and map keys are followed through the schema; a
+// pointer that leaves the schema (unknown field, free-form object) returns
+// no errors.
 func (c *Checker) CheckAt(root, pointer string, value any) field.ErrorList {
-	def, ok := c.defs[root]
-	if !ok {
-		return nil
-	}
-	s, path, ok := c.follow(&def.Schema, pointer)
+	n, path, ok := follow(c.defs[root], pointer)
 	if !ok {
 		return nil
 	}
 	var errs field.ErrorList
-	c.walk(s, value, path, &errs)
+	walk(n, value, path, &errs)
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
 	return errs
 }
 
-// follow resolves a JSON pointer to the schema of its target and the field
+// follow resolves a JSON pointer to the node of its target and the field
 // path naming it.
-func (c *Checker) follow(s *spec.Schema, pointer string) (*spec.Schema, *field.Path, bool) {
+func follow(n *node, pointer string) (*node, *field.Path, bool) {
+	if n == nil {
+		return nil, nil, false
+	}
 	if pointer == "" {
-		return s, nil, true
+		return n, nil, true
 	}
 	if !strings.HasPrefix(pointer, "/") {
 		return nil, nil, false
@@ -107,40 +203,24 @@ func (c *Checker) follow(s *spec.Schema, pointer string) (*spec.Schema, *field.P
 	var path *field.Path
 	for _, raw := range strings.Split(pointer[1:], "/") {
 		seg := strings.ReplaceAll(strings.ReplaceAll(raw, "~1", "/"), "~0", "~")
-		next, p, ok := c.step(s, seg, path)
-		if !ok {
+		switch {
+		case n.props[seg] != nil:
+			n, path = n.props[seg], child(path, seg)
+		case n.items != nil && seg == "-":
+			n, path = n.items, path.Key(seg)
+		case n.items != nil && isArrayIndex(seg):
+			i, _ := strconv.Atoi(seg)
+			n, path = n.items, path.Index(i)
+		case n.additional != nil:
+			n, path = n.additional, path.Key(seg)
+		default:
 			return nil, nil, false
 		}
-		s, path = next, p
 	}
-	return s, path, true
-}
-
-// step follows one pointer segment from schema s (after resolving its
-// references).
-func (c *Checker) step(s *spec.Schema, seg string, path *field.Path) (*spec.Schema, *field.Path, bool) {
-	for _, r := range c.resolve(s) {
-		if prop, ok := r.Properties[seg]; ok {
-			return &prop, child(path, seg), true
-		}
-		if r.Items != nil && r.Items.Schema != nil && isArrayIndex(seg) {
-			if seg == "-" {
-				return r.Items.Schema, path.Key(seg), true
-			}
-			i, _ := strconv.Atoi(seg)
-			return r.Items.Schema, path.Index(i), true
-		}
-		if r.AdditionalProperties != nil && r.AdditionalProperties.Schema != nil {
-			return r.AdditionalProperties.Schema, path.Key(seg), true
-		}
-	}
-	return nil, nil, false
+	return n, path, true
 }
 
 func isArrayIndex(seg string) bool {
-	if seg == "-" {
-		return true
-	}
 	if seg == "" || len(seg) > 9 {
 		return false
 	}
@@ -159,70 +239,28 @@ func child(path *field.Path, name string) *field.Path {
 	return path.Child(name)
 }
 
-// resolve returns the concrete schemas that describe a value of schema s:
-// s itself (unless it is only a $ref) and, recursively, the targets of its
-// $ref and the members of its allOf.
-func (c *Checker) resolve(s *spec.Schema) []*spec.Schema {
-	var out []*spec.Schema
-	var visit func(s *spec.Schema, hops int)
-	visit = func(s *spec.Schema, hops int) {
-		if s == nil || hops > maxRefHops {
-			return
-		}
-		out = append(out, s)
-		if name := s.Ref.String(); name != "" {
-			if def, ok := c.defs[name]; ok {
-				visit(&def.Schema, hops+1)
-			}
-		}
-		for i := range s.AllOf {
-			visit(&s.AllOf[i], hops+1)
-		}
-	}
-	visit(s, 0)
-	return out
-}
-
-// walk checks value against s and appends to errs.
-func (c *Checker) walk(s *spec.Schema, value any, path *field.Path, errs *field.ErrorList) {
-	schemas := c.resolve(s)
+// walk checks value against n and appends to errs.
+func walk(n *node, value any, path *field.Path, errs *field.ErrorList) {
 	switch v := value.(type) {
 	case map[string]any:
-		// Sorted, so that the causes of a 422 come in a stable order.
-		for _, key := range slices.Sorted(maps.Keys(v)) {
-			member := v[key]
-			if member == nil {
-				continue
-			}
-			for _, r := range schemas {
-				if prop, ok := r.Properties[key]; ok {
-					c.walk(&prop, member, child(path, key), errs)
-					break
-				}
-				if r.AdditionalProperties != nil && r.AdditionalProperties.Schema != nil {
-					c.walk(r.AdditionalProperties.Schema, member, path.Key(key), errs)
-					break
-				}
+		for key, member := range v {
+			if p := n.props[key]; p != nil {
+				walk(p, member, child(path, key), errs)
+			} else if n.additional != nil {
+				walk(n.additional, member, path.Key(key), errs)
 			}
 		}
 	case []any:
-		for _, r := range schemas {
-			if r.Items != nil && r.Items.Schema != nil {
-				for i, item := range v {
-					c.walk(r.Items.Schema, item, path.Index(i), errs)
-				}
-				break
+		if n.items != nil {
+			for i, item := range v {
+				walk(n.items, item, path.Index(i), errs)
 			}
 		}
 	default:
-		for _, r := range schemas {
-			if !r.Type.Contains("integer") {
-				continue
-			}
-			if err := checkInteger(r.Format, value, path); err != nil {
+		if n.format != "" {
+			if err := checkInteger(n.format, value, path); err != nil {
 				*errs = append(*errs, err)
 			}
-			break
 		}
 	}
 }
@@ -254,22 +292,22 @@ func checkInteger(format string, value any, path *field.Path) *field.Error {
 		text = strconv.FormatUint(v, 10)
 	case float64:
 		text = strconv.FormatFloat(v, 'g', -1, 64)
-	case fmt.Stringer: // *big.Int from CBOR
-		text = v.String()
 	default:
 		return nil
 	}
-	if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+	n, err := strconv.ParseInt(text, 10, 64)
+	switch {
+	case err == nil:
 		return checkBounds(n, format, bounds.min, bounds.max, path)
-	}
-	// The literal is shown as sent (3e9, 3000000000.0, 1e400).
-	if n, ok := new(big.Int).SetString(text, 10); ok {
-		// A whole number beyond int64, compared exactly.
-		if n.Sign() > 0 {
-			return field.Invalid(path, text, fmt.Sprintf("must be less than or equal to %d (%s)", bounds.max, format))
+	case isRangeErr(err):
+		// A whole number beyond int64 (ParseInt is linear, unlike big.Int
+		// on a long literal). The literal is shown as sent.
+		if strings.HasPrefix(text, "-") {
+			return field.Invalid(path, text, fmt.Sprintf("must be greater than or equal to %d (%s)", bounds.min, format))
 		}
-		return field.Invalid(path, text, fmt.Sprintf("must be greater than or equal to %d (%s)", bounds.min, format))
+		return field.Invalid(path, text, fmt.Sprintf("must be less than or equal to %d (%s)", bounds.max, format))
 	}
+	// Not an integer literal (3e9, 3000000000.0, 1e400, 1.5).
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil && !isRangeErr(err) {
 		return nil // not a number after all: the decoder reports it

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/yaml"
 
 	olmv1 "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1"
 	generatedopenapi "github.com/olm-apiserver/olm-apiserver/pkg/generated/openapi"
@@ -44,6 +45,14 @@ func testDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefi
 		"test.Spec": {Schema: object(map[string]spec.Schema{
 			"num":    integer("int32"),
 			"nested": refTo(ref, "test.Item"),
+		})},
+		"test.Tree": {Schema: object(map[string]spec.Schema{
+			"size": integer("int32"),
+			"children": {SchemaProps: spec.SchemaProps{Type: []string{"array"},
+				Items: &spec.SchemaOrArray{Schema: ptr(refTo(ref, "test.Tree"))}}},
+			"left":  refTo(ref, "test.Tree"),
+			"right": {SchemaProps: spec.SchemaProps{AllOf: []spec.Schema{refTo(ref, "test.Tree")}}},
+			"ghost": refTo(ref, "test.Missing"),
 		})},
 		"test.Item": {Schema: object(map[string]spec.Schema{
 			"v": integer("int32"),
@@ -81,6 +90,8 @@ func TestCheckBody(t *testing.T) {
 		{"int64 max+1", JSONObject, `{"items":[{"w":9223372036854775808}]}`, "items[0].w"},
 		{"int64 min", JSONObject, `{"items":[{"w":-9223372036854775808}]}`, ""},
 		{"int64 min-1", JSONObject, `{"items":[{"w":-9223372036854775809}]}`, "items[0].w"},
+		{"long literal", JSONObject, `{"items":[{"w":` + strings.Repeat("9", 100000) + `}]}`, "items[0].w"},
+		{"long negative literal", JSONObject, `{"spec":{"num":-` + strings.Repeat("9", 100000) + `}}`, "spec.num"},
 		{"int64 huge exponent", JSONObject, `{"items":[{"w":1e400}]}`, "items[0].w"},
 		{"exponent in range", JSONObject, `{"spec":{"num":2e3}}`, ""},
 		{"exponent out of range", JSONObject, `{"spec":{"num":3e9}}`, "spec.num"},
@@ -110,13 +121,22 @@ func TestCheckBody(t *testing.T) {
 		{"json patch append", JSONPatch, `[{"op":"add","path":"/items/-","value":{"v":2147483648}}]`, "items[-].v"},
 		{"json patch map key", JSONPatch, `[{"op":"add","path":"/counts/a~1b","value":2147483648}]`, "counts[a/b]"},
 		{"json patch whole object", JSONPatch, `[{"op":"replace","path":"","value":{"spec":{"num":2147483648}}}]`, "spec.num"},
+		{"recursive through items", JSONObject, `{"children":[{"children":[{"size":2147483648}]}]}`, "children[0].children[0].size"},
+		{"recursive through $ref", JSONObject, `{"left":{"left":{"size":-2147483649}}}`, "left.left.size"},
+		{"recursive through allOf", JSONObject, `{"right":{"left":{"size":2147483648}}}`, "right.left.size"},
+		{"recursive unknown $ref", JSONObject, `{"ghost":{"size":2147483648}}`, ""},
+		{"recursive json patch", JSONPatch, `[{"op":"add","path":"/left/children/0/size","value":2147483648}]`, "left.children[0].size"},
 		{"json patch in range", JSONPatch, `[{"op":"replace","path":"/spec/num","value":2147483647}]`, ""},
 		{"json patch test not a write", JSONPatch, `[{"op":"test","path":"/spec/num","value":3000000000}]`, ""},
 		{"json patch unknown path", JSONPatch, `[{"op":"add","path":"/free/x","value":3000000000}]`, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			errs, _ := c.CheckBody("test.Root", tc.format, []byte(tc.body))
+			root := "test.Root"
+			if strings.HasPrefix(tc.name, "recursive") {
+				root = "test.Tree"
+			}
+			errs, _ := c.CheckBody(root, tc.format, []byte(tc.body))
 			if got := fields(errs); got != tc.want {
 				t.Errorf("fields = %q, want %q (%v)", got, tc.want, errs)
 			}
@@ -236,5 +256,36 @@ func TestFormatOf(t *testing.T) {
 		if got := FormatOf(ct); got != want {
 			t.Errorf("FormatOf(%q) = %d, want %d", ct, got, want)
 		}
+	}
+}
+
+// BenchmarkCheckBody measures the check of a typical ClusterCatalog create
+// body against the generated definitions (the filter's cost per write).
+func BenchmarkCheckBody(b *testing.B) {
+	c := NewChecker(generatedopenapi.GetOpenAPIDefinitions)
+	root := olmv1.ClusterCatalog{}.OpenAPIModelName()
+	body := []byte(`{"apiVersion":"olm.operatorframework.io/v1","kind":"ClusterCatalog",` +
+		`"metadata":{"name":"operatorhubio","labels":{"a":"b"},"annotations":{"c":"d"}},` +
+		`"spec":{"source":{"type":"Image","image":{"ref":"quay.io/operatorhubio/catalog:latest","pollIntervalMinutes":10}},"priority":3},` +
+		`"status":{"conditions":[{"type":"Serving","status":"True","reason":"Available","message":"ok",` +
+		`"lastTransitionTime":"2026-01-01T00:00:00Z","observedGeneration":1}]}}`)
+	yamlBody, err := yaml.JSONToYAML(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range []struct {
+		name   string
+		format Format
+		body   []byte
+	}{{"json", JSONObject, body}, {"yaml", YAMLObject, yamlBody}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.SetBytes(int64(len(f.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if errs, _ := c.CheckBody(root, f.format, f.body); len(errs) != 0 {
+					b.Fatal(errs)
+				}
+			}
+		})
 	}
 }
