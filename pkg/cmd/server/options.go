@@ -81,6 +81,8 @@ type Options struct {
 	backend               string
 	etcdOnlyFlag          string
 	bboltEncryptionConfig string
+	// bboltWatchCache is --watch-cache kept for bbolt (default true).
+	bboltWatchCache bool
 }
 
 // NewOptions returns the defaults: aggregated mode, data in ./data, port 8443.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -58,8 +57,8 @@ const encryptionReloadUsage = "Reload the file set by --encryption-provider-conf
 
 // watchCacheUsage and watchCacheSizesUsage replace the stock help texts of
 // --watch-cache and --watch-cache-sizes, which do not know bbolt.
-const watchCacheUsage = "Serve watches, and lists and gets that allow it, from the in-memory watch cache of k8s.io/apiserver. " +
-	"Both storage backends use it; turning it off is only supported with --storage-backend=etcd3."
+const watchCacheUsage = "Serve watches, and lists and gets that allow it, from the in-memory watch cache of k8s.io/apiserver, " +
+	"with both storage backends. Off, every list and watch reads the store (bbolt file or etcd)."
 
 const watchCacheSizesUsage = "Per-resource watch cache settings (resource.group#size; size 0 turns the cache off for that resource, " +
 	"other sizes are ignored as the cache sizes itself), as for kube-apiserver. Only with --storage-backend=etcd3; " +
@@ -96,10 +95,8 @@ func describeStorageFlags(fs *pflag.FlagSet) {
 // options (so that neither their validation nor their ApplyTo runs) after
 // keeping --encryption-provider-config (used by the bbolt store) and
 // remembering whether --etcd-servers,
-// --encryption-provider-config-automatic-reload, --watch-cache=false or
-// --watch-cache-sizes was given, which Validate rejects (bbolt always runs
-// the watch cache: the stock settings live in the etcd options, which are
-// dropped here, so they cannot reach openStorage).
+// --encryption-provider-config-automatic-reload or --watch-cache-sizes was
+// given, which Validate rejects; --watch-cache is kept for openStorage.
 // It may be called more than once.
 func (o *Options) completeStorage() {
 	etcd := o.Recommended.Etcd
@@ -116,12 +113,11 @@ func (o *Options) completeStorage() {
 			o.etcdOnlyFlag = "--etcd-servers"
 		case etcd.EncryptionProviderConfigAutomaticReload:
 			o.etcdOnlyFlag = "--encryption-provider-config-automatic-reload"
-		case !etcd.EnableWatchCache:
-			o.etcdOnlyFlag = "--watch-cache=false"
 		case len(etcd.WatchCacheSizes) > 0:
 			o.etcdOnlyFlag = "--watch-cache-sizes"
 		}
 		o.bboltEncryptionConfig = etcd.EncryptionProviderConfigFilepath
+		o.bboltWatchCache = etcd.EnableWatchCache
 		o.Recommended.Etcd = nil
 	}
 	if o.backend != BackendBbolt && o.backend != BackendEtcd3 {
@@ -133,7 +129,7 @@ func (o *Options) completeStorage() {
 }
 
 // validateStorage reports an unknown --storage-backend, etcd servers,
-// automatic reload of the encryption configuration, --watch-cache=false or
+// automatic reload of the encryption configuration or
 // --watch-cache-sizes given without --storage-backend=etcd3 (which would
 // silently be ignored), and, for bbolt,
 // an --encryption-provider-config file that cannot be loaded (see
@@ -144,8 +140,8 @@ func (o *Options) validateStorage() []error {
 	case BackendBbolt:
 		if o.etcdOnlyFlag != "" {
 			note := ""
-			if strings.HasPrefix(o.etcdOnlyFlag, "--watch-cache") {
-				note = " (with --storage-backend=bbolt the watch cache is always on)"
+			if o.etcdOnlyFlag == "--watch-cache-sizes" {
+				note = " (with --storage-backend=bbolt, --watch-cache turns the cache on or off for both resources)"
 			}
 			return []error{fmt.Errorf("%s is only used with --storage-backend=%s%s", o.etcdOnlyFlag, BackendEtcd3, note)}
 		}
@@ -182,9 +178,9 @@ func (o *Options) bboltEncryptionTransformers() (value.ResourceTransformers, err
 // bbolt it loads --encryption-provider-config (if given; errors as
 // bboltEncryptionTransformers), opens <data-dir>/olm.db (failing when
 // another process holds it or it is not a bbolt file), adds the "bbolt"
-// readyz check and puts the stock watch cache in front of both resources
-// (bboltstore.WithWatchCache; lists are then served from memory as with
-// etcd3); the caller closes the returned DB. For etcd3 it returns the getter that the stock
+// readyz check and, unless --watch-cache=false, puts the stock watch cache
+// in front of both resources (bboltstore.WithWatchCache; lists are then
+// served from memory as with etcd3); the caller closes the returned DB. For etcd3 it returns the getter that the stock
 // etcd options installed in gc by Recommended.ApplyTo (with its etcd
 // healthz/readyz checks) and a nil DB.
 func (o *Options) openStorage(gc *genericapiserver.RecommendedConfig, codec runtime.Codec) (generic.RESTOptionsGetter, *kv.DB, error) {
@@ -203,5 +199,9 @@ func (o *Options) openStorage(gc *genericapiserver.RecommendedConfig, codec runt
 		return nil, nil, err
 	}
 	gc.AddReadyzChecks(healthz.NamedCheck("bbolt", func(*http.Request) error { return db.Healthy() }))
-	return bboltstore.NewResourceRESTOptionsGetter(db, codec, transformers, bboltstore.WithWatchCache()), db, nil
+	var opts []bboltstore.GetterOption
+	if o.bboltWatchCache {
+		opts = append(opts, bboltstore.WithWatchCache())
+	}
+	return bboltstore.NewResourceRESTOptionsGetter(db, codec, transformers, opts...), db, nil
 }

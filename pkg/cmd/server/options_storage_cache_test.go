@@ -20,9 +20,9 @@ import (
 )
 
 // TestWatchCacheFlags parses command lines through AddFlags, Complete and
-// Validate: bbolt keeps the watch cache on and refuses --watch-cache=false
-// and --watch-cache-sizes (which it cannot honour) naming the flag; etcd3
-// takes both as the stock etcd options do.
+// Validate: bbolt takes --watch-cache (on or off) and refuses
+// --watch-cache-sizes (which it cannot honour) naming the flag; etcd3 takes
+// both as the stock etcd options do.
 func TestWatchCacheFlags(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -31,8 +31,7 @@ func TestWatchCacheFlags(t *testing.T) {
 	}{
 		{"bbolt default", nil, ""},
 		{"bbolt with --watch-cache", []string{"--watch-cache=true"}, ""},
-		{"bbolt with --watch-cache=false", []string{"--watch-cache=false"},
-			"--watch-cache=false is only used with --storage-backend=etcd3 (with --storage-backend=bbolt the watch cache is always on)"},
+		{"bbolt with --watch-cache=false", []string{"--watch-cache=false"}, ""},
 		{"bbolt with --watch-cache-sizes", []string{"--watch-cache-sizes=clustercatalogs.olm.operatorframework.io#0"},
 			"--watch-cache-sizes is only used with --storage-backend=etcd3"},
 		{"etcd3 with --watch-cache=false", []string{"--storage-backend=etcd3", "--etcd-servers=http://127.0.0.1:2379", "--watch-cache=false"}, ""},
@@ -60,30 +59,7 @@ func TestWatchCacheFlags(t *testing.T) {
 // and a created catalog is listed from it at resourceVersion "0" and by a
 // consistent list.
 func TestBboltStorageIsWatchCached(t *testing.T) {
-	o := completedOptions(t, nil)
-	scheme := apiserver.NewScheme()
-	codecs := serializer.NewCodecFactory(scheme)
-	gc := genericapiserver.NewRecommendedConfig(codecs)
-	getter, db, err := o.openStorage(gc, codecs.LegacyCodec(olmv1.SchemeGroupVersion))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	gr := schema.GroupResource{Group: olmv1.GroupName, Resource: "clustercatalogs"}
-	opts, err := getter.GetRESTOptions(gr, &olmv1.ClusterCatalog{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := "/" + opts.ResourcePrefix
-	s, destroy, err := opts.Decorator(opts.StorageConfig, prefix,
-		func(obj runtime.Object) (string, error) { return storage.NoNamespaceKeyFunc(prefix+"/", obj) },
-		func() runtime.Object { return &olmv1.ClusterCatalog{} },
-		func() runtime.Object { return &olmv1.ClusterCatalogList{} },
-		storage.DefaultClusterScopedAttr, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(destroy)
+	s, prefix := bboltCatalogStorage(t, nil)
 	if _, ok := s.(*cacherstorage.CacheDelegator); !ok {
 		t.Fatalf("bbolt storage is %T, want the watch cache *cacher.CacheDelegator", s)
 	}
@@ -108,4 +84,45 @@ func TestBboltStorageIsWatchCached(t *testing.T) {
 			t.Errorf("list at resourceVersion %q never showed the created catalog: %v (last error: %v)", rv, err, last)
 		}
 	}
+}
+
+// TestBboltWatchCacheOff checks that --watch-cache=false gives the bare
+// bbolt store, not the watch cache.
+func TestBboltWatchCacheOff(t *testing.T) {
+	s, _ := bboltCatalogStorage(t, []string{"--watch-cache=false"})
+	if _, ok := s.(*cacherstorage.CacheDelegator); ok {
+		t.Fatal("--watch-cache=false still gave the watch cache")
+	}
+}
+
+// bboltCatalogStorage builds the ClusterCatalog storage from the getter
+// openStorage returns for bbolt with args, as genericregistry.Store does,
+// and returns it with its key prefix.
+func bboltCatalogStorage(t *testing.T, args []string) (storage.Interface, string) {
+	t.Helper()
+	o := completedOptions(t, args)
+	scheme := apiserver.NewScheme()
+	codecs := serializer.NewCodecFactory(scheme)
+	gc := genericapiserver.NewRecommendedConfig(codecs)
+	getter, db, err := o.openStorage(gc, codecs.LegacyCodec(olmv1.SchemeGroupVersion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	gr := schema.GroupResource{Group: olmv1.GroupName, Resource: "clustercatalogs"}
+	opts, err := getter.GetRESTOptions(gr, &olmv1.ClusterCatalog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "/" + opts.ResourcePrefix
+	s, destroy, err := opts.Decorator(opts.StorageConfig, prefix,
+		func(obj runtime.Object) (string, error) { return storage.NoNamespaceKeyFunc(prefix+"/", obj) },
+		func() runtime.Object { return &olmv1.ClusterCatalog{} },
+		func() runtime.Object { return &olmv1.ClusterCatalogList{} },
+		storage.DefaultClusterScopedAttr, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(destroy)
+	return s, prefix
 }
