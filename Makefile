@@ -10,7 +10,7 @@ run:
 	hack/run-standalone.sh
 
 # Every test: build etcd and kube-apiserver (cached in _output/bin), then the
-# unit tests (storage and controllers under -race; the controller tests that
+# unit tests (storage, controllers, content store and server under -race; the controller tests that
 # need a real kube-apiserver fail instead of skipping), then the e2e suite.
 test: tools
 	OLM_E2E=1 hack/test-unit.sh
