@@ -25,6 +25,7 @@ import (
 	examplev1 "k8s.io/apiserver/pkg/apis/example/v1"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/etcd3"
+	encryptidentity "k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	"k8s.io/utils/clock"
 
 	"github.com/olm-apiserver/olm-apiserver/pkg/storage/kv"
@@ -182,7 +183,7 @@ func openEtcdBackend(b *testing.B) func(prefix string) storage.Interface {
 		versioner := storage.APIObjectVersioner{}
 		s, err := etcd3.New(c, compactor, codec, func() runtime.Object { return &example.Pod{} },
 			func() runtime.Object { return &example.PodList{} }, "/registry", prefix,
-			schema.GroupResource{Resource: "pods"}, identity{}, etcd3.NewDefaultLeaseManagerConfig(),
+			schema.GroupResource{Resource: "pods"}, encryptidentity.NewEncryptCheckTransformer(), etcd3.NewDefaultLeaseManagerConfig(),
 			etcd3.NewDefaultDecoder(codec, versioner), versioner)
 		if err != nil {
 			b.Fatal(err)

@@ -279,10 +279,16 @@ func TestEncryptionAtRestInBboltFile(t *testing.T) {
 		t.Errorf("marker %q of the unlisted resource not found: it should be stored unencrypted", unlistedMarker)
 	}
 
-	// 3. Without the configuration the encrypted object cannot be read.
+	// 3. Without the configuration the encrypted object cannot be read, and
+	// the error says the data is encrypted (not a decoder error on
+	// ciphertext).
 	_, getter = open(nil)
-	if got, err := getPod(podRegistry(t, getter, catalogs), "after"); err == nil {
+	got, err := getPod(podRegistry(t, getter, catalogs), "after")
+	if err == nil {
 		t.Fatalf("encrypted object read without the key: %v", got)
+	}
+	if !strings.Contains(err.Error(), "encrypted") {
+		t.Errorf("reading encrypted data without the configuration: %v; want an error saying the data is encrypted", err)
 	}
 }
 

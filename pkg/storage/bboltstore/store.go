@@ -30,6 +30,7 @@ import (
 	"k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/value"
+	encryptidentity "k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
 	"github.com/olm-apiserver/olm-apiserver/pkg/storage/kv"
@@ -40,7 +41,8 @@ type Config struct {
 	// Codec encodes objects to their stored form and decodes them back.
 	Codec runtime.Codec
 	// Transformer is applied to the encoded bytes on their way to and from
-	// the file (encryption at rest); nil means identity.
+	// the file (encryption at rest); nil means identity (plaintext; a value
+	// written encrypted is refused on read, as with etcd3).
 	Transformer value.Transformer
 	// NewFunc and NewListFunc create empty objects of the resource; NewFunc
 	// is required for progress notifications and bookmarks.
@@ -101,7 +103,10 @@ func New(db *kv.DB, cfg Config) (*Store, error) {
 	}
 	t := cfg.Transformer
 	if t == nil {
-		t = identity{}
+		// As the etcd3 backend: stores plaintext, and refuses to read a
+		// value written encrypted ("k8s:enc:" prefix) instead of handing
+		// ciphertext to the decoder.
+		t = encryptidentity.NewEncryptCheckTransformer()
 	}
 	return &Store{
 		db:             db,
@@ -114,16 +119,6 @@ func New(db *kv.DB, cfg Config) (*Store, error) {
 		ttlSlack:       slack,
 		transformer:    t,
 	}, nil
-}
-
-// identity is the no-op value.Transformer.
-type identity struct{}
-
-func (identity) TransformFromStorage(_ context.Context, data []byte, _ value.Context) ([]byte, bool, error) {
-	return data, false, nil
-}
-func (identity) TransformToStorage(_ context.Context, data []byte, _ value.Context) ([]byte, error) {
-	return data, nil
 }
 
 // keyContext binds transformed values to their key (authenticated data), as
@@ -143,7 +138,7 @@ func (s *Store) Transformer() value.Transformer {
 // failures, and by key rotation).
 func (s *Store) SetTransformer(t value.Transformer) {
 	if t == nil {
-		t = identity{}
+		t = encryptidentity.NewEncryptCheckTransformer()
 	}
 	s.mu.Lock()
 	s.transformer = t
