@@ -62,7 +62,7 @@ const watchCacheUsage = "Serve watches, and lists and gets that allow it, from t
 
 const watchCacheSizesUsage = "Per-resource watch cache settings (resource.group#size; size 0 turns the cache off for that resource, " +
 	"other sizes are ignored as the cache sizes itself), as for kube-apiserver. Only with --storage-backend=etcd3; " +
-	"with bbolt the watch cache is on for both resources."
+	"with bbolt, --watch-cache turns the cache on or off for both resources."
 
 // defaultStorageBackend makes bbolt the default of the stock
 // --storage-backend flag (the etcd options are kept so that their flags
