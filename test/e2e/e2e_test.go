@@ -58,6 +58,22 @@ func serverBinary(t *testing.T) (string, string) {
 	return bin, ""
 }
 
+// requireServer returns the olm-apiserver binary and the repository root,
+// or skips the test saying why the binary is not available (see
+// serverBinary).
+func requireServer(t *testing.T) (bin, root string) {
+	t.Helper()
+	bin, why := serverBinary(t)
+	if bin == "" {
+		t.Skip("needs cmd/olm-apiserver: " + why)
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin, root
+}
+
 // TestE2E starts etcd and kube-apiserver, applies artifacts/ (the Deployment
 // replaced by a local olm-apiserver process, its Service by an ExternalName
 // Service for localhost), starts olm-apiserver when it is available, and runs

@@ -25,14 +25,7 @@ const installWait = 4 * time.Minute
 // Deployment, CRD and RBAC in the cluster, labelled with the owner; `kubectl
 // delete` of the ClusterExtension removes them again.
 func TestExtensionInstall(t *testing.T) {
-	bin, why := serverBinary(t)
-	if bin == "" {
-		t.Skip("needs cmd/olm-apiserver: " + why)
-	}
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, root := requireServer(t)
 	bundleDir := filepath.Join(root, "..", "shared", "testdata", "bundles", "operator-controller-e2e", "test-operator", "v1.0.0")
 	if _, err := os.Stat(bundleDir); err != nil {
 		t.Skipf("test data absent: %v", err)

@@ -64,14 +64,7 @@ type haReplica struct {
 //   - a catalog moved to another image is served at the new digest by all
 //     three replicas, never with the old digest's content.
 func TestHighAvailability(t *testing.T) {
-	bin, why := serverBinary(t)
-	if bin == "" {
-		t.Skip("needs cmd/olm-apiserver: " + why)
-	}
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, root := requireServer(t)
 	c := framework.StartCluster(t)
 	ctx := context.Background()
 
