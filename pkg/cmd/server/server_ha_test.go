@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -21,6 +22,7 @@ import (
 
 	olmv1 "github.com/olm-apiserver/olm-apiserver/pkg/apis/olm/v1"
 	"github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned"
+	olmclient "github.com/olm-apiserver/olm-apiserver/pkg/generated/clientset/versioned/typed/olm/v1"
 	"github.com/olm-apiserver/olm-apiserver/test/framework"
 )
 
@@ -206,23 +208,7 @@ func TestLeaderElectedReplicas(t *testing.T) {
 	if _, err := clientB.Create(ctx, newCatalog("after-handover"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create through replica b: %v", err)
 	}
-	// Only a running catalog controller sets Progressing (here Retrying or
-	// Blocked: the image cannot be pulled) and adds its finalizer.
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		c, err := clientB.Get(ctx, "after-handover", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, cond := range c.Status.Conditions {
-			if cond.Type == olmv1.TypeProgressing {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatal("the catalog created after the handover got no Progressing condition within 30s: replica b's controller does not run")
-	}
+	waitCatalogReconciled(t, clientB, "after-handover", "replica b")
 	for name, r := range map[string]*runningServer{"b": b, "c": c} {
 		if got := waitContent(t, r, "served"); got != fromA {
 			t.Fatalf("after the handover replica %s serves other content:\n%s\nwant\n%s", name, got, fromA)
@@ -325,21 +311,7 @@ func TestLeaderElectedReplicasInEtcd(t *testing.T) {
 	if _, err := clientB.Create(ctx, newCatalog("after-handover"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		c, err := clientB.Get(ctx, "after-handover", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, cond := range c.Status.Conditions {
-			if cond.Type == olmv1.TypeProgressing {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatal("the catalog created after the handover got no Progressing condition within 30s: replica b's controller does not run")
-	}
+	waitCatalogReconciled(t, clientB, "after-handover", "replica b")
 }
 
 // barFBC is a catalog with one package, bar, whose only bundle is
@@ -419,4 +391,22 @@ spec:
 		}
 	}
 	return dir
+}
+
+// waitCatalogReconciled waits at most 30 s, through catalogs, for the
+// ClusterCatalog name to get a Progressing condition, which only a running
+// catalog controller sets (here Retrying or Blocked: the image cannot be
+// pulled); replica names the replica expected to lead, for the failure.
+func waitCatalogReconciled(t *testing.T, catalogs olmclient.ClusterCatalogInterface, name, replica string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		c, err := catalogs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return meta.FindStatusCondition(c.Status.Conditions, olmv1.TypeProgressing) != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the catalog %s created after the handover got no Progressing condition within 30s: %s's controller does not run", name, replica)
+	}
 }

@@ -359,24 +359,7 @@ func testContentSubresource(t *testing.T, start startFunc) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fbcDir := fstest.MapFS{"catalog.yaml": &fstest.MapFile{Data: []byte(`schema: olm.package
-name: foo
-defaultChannel: stable
----
-schema: olm.channel
-package: foo
-name: stable
-entries:
-- name: foo.v1.0.0
----
-schema: olm.bundle
-package: foo
-name: foo.v1.0.0
-image: quay.io/example/foo-bundle:v1.0.0
-properties:
-- type: olm.package
-  value: {packageName: foo, version: 1.0.0}
----
+	fbcDir := fstest.MapFS{"catalog.yaml": &fstest.MapFile{Data: []byte(tinyFBC + `---
 schema: olm.package
 name: bar
 defaultChannel: stable
